@@ -1,0 +1,11 @@
+// Package payrecon is the domain of the payments reconciler: the local and
+// Stripe statuses, the verdicts and finding kinds, the decision table and
+// Classify, the repair commands and the transition table that the canonical
+// writer, the classifier and the webhook handler all share, and the small
+// interfaces (Gateway, Clock) that the services depend on.
+//
+// The package imports only the standard library and does no I/O: a drift is
+// a value. Adapters live in subpackages named after what they adapt
+// (postgres, stripeapi, httpapi, stripesim); the services that drive the
+// domain are sweep (the scanner) and relay (repair delivery).
+package payrecon

@@ -1,0 +1,222 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"payrecon"
+)
+
+// EnqueueFunc delivers repair commands: it is called inside the batch's
+// transaction with the outbox ids the batch queued, so that the delivery
+// (a River job) commits or rolls back with the finding and the outbox row.
+type EnqueueFunc func(ctx context.Context, tx pgx.Tx, outboxIDs []int64) error
+
+// Store implements payrecon.SweepStore on PostgreSQL.
+type Store struct {
+	pool *pgxpool.Pool
+	// EnqueueFunc, when set, is called in every batch transaction that
+	// queued repair commands.
+	EnqueueFunc EnqueueFunc
+}
+
+var _ payrecon.SweepStore = (*Store)(nil)
+
+// NewStore returns a store on pool.
+func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Pool returns the store's connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// ReadBatch implements payrecon.SweepStore. The cursor and its rows come
+// from one statement (one snapshot); no transaction stays open afterwards.
+func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit int, now time.Time) (payrecon.Cursor, []payrecon.PaymentRow, []payrecon.PaymentRow, error) {
+	cur := payrecon.Cursor{Job: job}
+	b := &pgx.Batch{}
+	b.Queue(query("ensure_cursor"), job, now)
+	var rows, rechecks []payrecon.PaymentRow
+	found := false
+	b.Queue(query("read_batch"), job, limit).Query(func(rs pgx.Rows) error {
+		for rs.Next() {
+			var (
+				completed *time.Time
+				id        *int64
+				intent    *string
+				status    *string
+				version   *int64
+				created   *time.Time
+				updated   *time.Time
+			)
+			if err := rs.Scan(&cur.LastID, &cur.CycleStartedAt, &completed, &id, &intent, &status, &version, &created, &updated); err != nil {
+				return err
+			}
+			found = true
+			if completed != nil {
+				cur.LastCycleCompletedAt = *completed
+			}
+			if id == nil {
+				continue
+			}
+			rows = append(rows, payrecon.PaymentRow{ID: *id, IntentID: *intent, Status: payrecon.LocalStatus(*status),
+				Version: *version, CreatedAt: *created, UpdatedAt: *updated})
+		}
+		return rs.Err()
+	})
+	if recheckLimit > 0 {
+		b.Queue(query("read_rechecks"), job, now, recheckLimit).Query(func(rs pgx.Rows) error {
+			for rs.Next() {
+				r := payrecon.PaymentRow{FromRecheck: true}
+				var status string
+				if err := rs.Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &r.Rechecks); err != nil {
+					return err
+				}
+				r.Status = payrecon.LocalStatus(status)
+				rechecks = append(rechecks, r)
+			}
+			return rs.Err()
+		})
+	}
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return cur, nil, nil, fmt.Errorf("read batch for job %q: %w", job, err)
+	}
+	if !found {
+		return cur, nil, nil, fmt.Errorf("read batch for job %q: cursor row missing", job)
+	}
+	return cur, rows, rechecks, nil
+}
+
+// CommitBatch implements payrecon.SweepStore: the cursor compare-and-set
+// first (so a concurrent run is detected before anything else is written),
+// then the rows' results, findings, repair commands and rechecks in one
+// statement, then the repair delivery hook, all in one transaction.
+func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrecon.CommitResult, error) {
+	var res payrecon.CommitResult
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if c.Advance {
+			tag, err := tx.Exec(ctx, query("commit_cursor"), c.Job, c.From, c.To, len(c.Checks), c.Busy.Seconds(), c.Now)
+			if err != nil {
+				return fmt.Errorf("advance cursor %q: %w", c.Job, err)
+			}
+			if tag.RowsAffected() != 1 {
+				return fmt.Errorf("advance cursor %q from %d: %w", c.Job, c.From, payrecon.ErrConcurrentRun)
+			}
+		}
+		n := len(c.Checks)
+		var (
+			ids, versions                       = make([]int64, n), make([]int64, n)
+			intents, locals, observed, verdicts = make([]string, n), make([]string, n), make([]*string, n), make([]string, n)
+			kinds, commands, reasons, errs      = make([]*string, n), make([]*string, n), make([]string, n), make([]*string, n)
+			recheckAt                           = make([]*time.Time, n)
+		)
+		for i, ch := range c.Checks {
+			ids[i], versions[i] = ch.Row.ID, ch.Row.Version
+			intents[i], locals[i] = ch.Row.IntentID, string(ch.Row.Status)
+			observed[i] = optional(string(ch.Observed))
+			verdicts[i] = string(ch.Decision.Verdict)
+			kinds[i] = optional(string(ch.Decision.Kind))
+			commands[i] = optional(string(ch.Decision.Command))
+			reasons[i] = ch.Decision.Reason
+			errs[i] = optional(ch.Err)
+			if !ch.RecheckAt.IsZero() {
+				t := ch.RecheckAt
+				recheckAt[i] = &t
+			}
+		}
+		b := &pgx.Batch{}
+		b.Queue(query("commit_checks"), ids, versions, intents, locals, observed, verdicts, kinds, commands,
+			reasons, recheckAt, errs, c.Job, c.Now, c.Grace).QueryRow(func(row pgx.Row) error {
+			var rdone, radd int
+			return row.Scan(&res.Verified, &res.Stale, &res.NewFindings, &res.Resolved, &res.Commands, &rdone, &radd)
+		})
+		b.Queue(query("resolve_orphans"), intents, c.Now, c.Job).Exec(func(ct pgconn.CommandTag) error {
+			res.Resolved += int(ct.RowsAffected())
+			return nil
+		})
+		if len(c.Orphans) > 0 {
+			oid, ost := make([]string, len(c.Orphans)), make([]string, len(c.Orphans))
+			for i, o := range c.Orphans {
+				oid[i], ost[i] = o.IntentID, string(o.Status)
+			}
+			b.Queue(query("commit_orphans"), oid, ost, c.Job, c.Now).QueryRow(func(row pgx.Row) error {
+				var opened int
+				if err := row.Scan(&opened); err != nil {
+					return err
+				}
+				res.NewFindings += opened
+				return nil
+			})
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("write batch results for job %q: %w", c.Job, err)
+		}
+		if len(res.Commands) > 0 && s.EnqueueFunc != nil {
+			if err := s.EnqueueFunc(ctx, tx, res.Commands); err != nil {
+				return fmt.Errorf("enqueue %d repair commands: %w", len(res.Commands), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return payrecon.CommitResult{}, err
+	}
+	return res, nil
+}
+
+// Wrap implements payrecon.SweepStore.
+func (s *Store) Wrap(ctx context.Context, job string, from int64, now time.Time) error {
+	tag, err := s.pool.Exec(ctx, query("wrap_cursor"), job, from, now)
+	if err != nil {
+		return fmt.Errorf("wrap cursor %q: %w", job, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("wrap cursor %q from %d: %w", job, from, payrecon.ErrConcurrentRun)
+	}
+	return nil
+}
+
+// PendingRechecks implements payrecon.SweepStore.
+func (s *Store) PendingRechecks(ctx context.Context, job string) (map[string]int, error) {
+	rows, err := s.pool.Query(ctx, "SELECT reason, count(*)::int FROM reconciliation_recheck WHERE job = $1 GROUP BY reason", job)
+	if err != nil {
+		return nil, fmt.Errorf("count rechecks of job %q: %w", job, err)
+	}
+	out := map[string]int{}
+	for rows.Next() {
+		var reason string
+		var n int
+		if err := rows.Scan(&reason, &n); err != nil {
+			return nil, fmt.Errorf("count rechecks of job %q: %w", job, err)
+		}
+		out[reason] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("count rechecks of job %q: %w", job, err)
+	}
+	return out, nil
+}
+
+// NextRecheck implements payrecon.SweepStore.
+func (s *Store) NextRecheck(ctx context.Context, job, reason string) (time.Time, error) {
+	var due *time.Time
+	err := s.pool.QueryRow(ctx, "SELECT min(due_at) FROM reconciliation_recheck WHERE job = $1 AND reason = $2", job, reason).Scan(&due)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, fmt.Errorf("next recheck of job %q: %w", job, err)
+	}
+	if due == nil {
+		return time.Time{}, nil
+	}
+	return *due, nil
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

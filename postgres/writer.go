@@ -1,0 +1,228 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"payrecon"
+)
+
+// Writer is the canonical writer: the only code that changes
+// payments.status. Webhooks and repair commands both end here, in one
+// conditional statement per command, so that racing callers cannot apply a
+// transition twice or move a payment backwards.
+type Writer struct {
+	Clock payrecon.Clock
+}
+
+// NewWriter returns a writer on the given clock (the system clock if nil).
+func NewWriter(clock payrecon.Clock) *Writer {
+	if clock == nil {
+		clock = payrecon.SystemClock{}
+	}
+	return &Writer{Clock: clock}
+}
+
+// PaymentRef names a payment by id or, when ID is zero, by PaymentIntent id.
+type PaymentRef struct {
+	ID       int64
+	IntentID string
+}
+
+func (r PaymentRef) String() string {
+	if r.ID != 0 {
+		return fmt.Sprintf("payment %d", r.ID)
+	}
+	return fmt.Sprintf("payment with intent %q", r.IntentID)
+}
+
+// ApplyResult says what one command did.
+type ApplyResult struct {
+	PaymentID int64
+	Outcome   payrecon.Outcome
+	// Before and After are the payment's status around the command.
+	Before, After payrecon.LocalStatus
+	// Version is the payment's version after a real transition.
+	Version int64
+}
+
+// ErrUnknownCommand is returned for a command the transition table lacks.
+var ErrUnknownCommand = errors.New("unknown command")
+
+// Apply runs one command inside tx. It never fails because of the payment's
+// state: a payment already in the target is AlreadyInTarget, one in any
+// other state is MovedElsewhere, a missing one PaymentMissing.
+func (w *Writer) Apply(ctx context.Context, tx pgx.Tx, cmd payrecon.Command, ref PaymentRef) (ApplyResult, error) {
+	t, ok := payrecon.TransitionFor(cmd)
+	if !ok {
+		return ApplyResult{}, fmt.Errorf("apply %q to %s: %w", cmd, ref, ErrUnknownCommand)
+	}
+	from := make([]string, len(t.From))
+	for i, f := range t.From {
+		from[i] = string(f)
+	}
+	var (
+		id      int64
+		before  string
+		after   *string
+		version *int64
+		pid     *int64
+		intent  *string
+	)
+	if ref.ID != 0 {
+		pid = &ref.ID
+	} else {
+		intent = &ref.IntentID
+	}
+	err := tx.QueryRow(ctx, query("apply_transition"), pid, intent, string(t.To), from, w.Clock.Now()).
+		Scan(&id, &before, &after, &version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ApplyResult{Outcome: payrecon.PaymentMissing}, nil
+	}
+	if err != nil {
+		return ApplyResult{}, fmt.Errorf("apply %s to %s: %w", cmd, ref, err)
+	}
+	res := ApplyResult{PaymentID: id, Before: payrecon.LocalStatus(before), After: payrecon.LocalStatus(before)}
+	switch {
+	case after != nil:
+		res.Outcome, res.After, res.Version = payrecon.Applied, payrecon.LocalStatus(*after), *version
+	case res.Before == t.To:
+		res.Outcome = payrecon.AlreadyInTarget
+	default:
+		res.Outcome = payrecon.MovedElsewhere
+	}
+	return res, nil
+}
+
+// RepairPayload is the JSON payload of a repair command in the outbox.
+type RepairPayload struct {
+	PaymentID           int64                 `json:"payment_id"`
+	FindingID           int64                 `json:"finding_id,omitempty"`
+	ExpectedLocalStatus payrecon.LocalStatus  `json:"expected_local_status,omitempty"`
+	IntentID            string                `json:"stripe_payment_intent_id,omitempty"`
+	Observed            payrecon.StripeStatus `json:"observed_external_status,omitempty"`
+}
+
+// RepairResult says what applying one outbox command did.
+type RepairResult struct {
+	OutboxID int64
+	Command  payrecon.Command
+	Apply    ApplyResult
+	// Resolved is true when the command's finding was closed.
+	Resolved bool
+	// Outcome is what was recorded on the outbox row.
+	Outcome string
+	// AlreadyProcessed: the row had been applied before; nothing was done.
+	AlreadyProcessed bool
+}
+
+// InvalidCommandError is a command that can never be applied (unknown
+// event_type, bad payload, missing row): retrying it cannot help.
+type InvalidCommandError struct {
+	OutboxID int64
+	Reason   string
+}
+
+func (e *InvalidCommandError) Error() string {
+	return fmt.Sprintf("outbox command %d is invalid: %s", e.OutboxID, e.Reason)
+}
+
+// ApplyRepair applies outbox command outboxID inside tx and records its
+// outcome on the outbox row, so that the effect and "done" commit together.
+// The finding named in the payload is resolved only if the payment is in the
+// command's target state afterwards; otherwise it stays open with the
+// outcome noted. A finding that was already resolved (healed, superseded,
+// or closed by a person) is not acted on. Applying the same row twice does
+// nothing the second time.
+func (w *Writer) ApplyRepair(ctx context.Context, tx pgx.Tx, outboxID int64) (RepairResult, error) {
+	res := RepairResult{OutboxID: outboxID}
+	var (
+		eventType string
+		payload   []byte
+		processed *time.Time
+	)
+	err := tx.QueryRow(ctx, "SELECT event_type, payload, processed_at FROM outbox WHERE id = $1 FOR UPDATE", outboxID).
+		Scan(&eventType, &payload, &processed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return res, &InvalidCommandError{OutboxID: outboxID, Reason: "no such outbox row"}
+	}
+	if err != nil {
+		return res, fmt.Errorf("load outbox command %d: %w", outboxID, err)
+	}
+	res.Command = payrecon.Command(eventType)
+	if processed != nil {
+		res.AlreadyProcessed = true
+		return res, nil
+	}
+	t, ok := payrecon.TransitionFor(res.Command)
+	if !ok {
+		return res, &InvalidCommandError{OutboxID: outboxID, Reason: fmt.Sprintf("unknown event_type %q", eventType)}
+	}
+	var p RepairPayload
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return res, &InvalidCommandError{OutboxID: outboxID, Reason: fmt.Sprintf("payload is not valid JSON: %v", err)}
+	}
+	if p.PaymentID <= 0 {
+		return res, &InvalidCommandError{OutboxID: outboxID, Reason: "payload has no payment_id"}
+	}
+	now := w.Clock.Now()
+	if p.FindingID != 0 {
+		var resolvedAt *time.Time
+		err := tx.QueryRow(ctx, "SELECT resolved_at FROM reconciliation_findings WHERE id = $1 FOR UPDATE", p.FindingID).Scan(&resolvedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return res, &InvalidCommandError{OutboxID: outboxID, Reason: fmt.Sprintf("finding %d does not exist", p.FindingID)}
+		}
+		if err != nil {
+			return res, fmt.Errorf("load finding %d of outbox command %d: %w", p.FindingID, outboxID, err)
+		}
+		if resolvedAt != nil {
+			res.Outcome = "skipped: finding already resolved"
+			return res, w.markProcessed(ctx, tx, outboxID, res.Outcome, now)
+		}
+	}
+	res.Apply, err = w.Apply(ctx, tx, res.Command, PaymentRef{ID: p.PaymentID})
+	if err != nil {
+		return res, err
+	}
+	inTarget := res.Apply.After == t.To && res.Apply.Outcome != payrecon.PaymentMissing
+	res.Outcome = string(res.Apply.Outcome)
+	if !inTarget {
+		res.Outcome = fmt.Sprintf("%s: payment is %s, not %s", res.Apply.Outcome, orNone(res.Apply.After), t.To)
+	}
+	if p.FindingID != 0 {
+		if inTarget {
+			resolution := payrecon.ResolvedRepaired
+			if res.Apply.Outcome == payrecon.AlreadyInTarget {
+				resolution = payrecon.ResolvedAlreadyInTarget
+			}
+			tag, err := tx.Exec(ctx, query("resolve_finding"), p.FindingID, now, string(resolution),
+				fmt.Sprintf("outbox:%d", outboxID), res.Outcome)
+			if err != nil {
+				return res, fmt.Errorf("resolve finding %d: %w", p.FindingID, err)
+			}
+			res.Resolved = tag.RowsAffected() == 1
+		} else if _, err := tx.Exec(ctx, query("note_repair_outcome"), p.FindingID, res.Outcome); err != nil {
+			return res, fmt.Errorf("note repair outcome on finding %d: %w", p.FindingID, err)
+		}
+	}
+	return res, w.markProcessed(ctx, tx, outboxID, res.Outcome, now)
+}
+
+func (w *Writer) markProcessed(ctx context.Context, tx pgx.Tx, outboxID int64, outcome string, now time.Time) error {
+	if _, err := tx.Exec(ctx, "UPDATE outbox SET processed_at = $2, outcome = $3, last_error = NULL WHERE id = $1", outboxID, now, outcome); err != nil {
+		return fmt.Errorf("mark outbox command %d processed: %w", outboxID, err)
+	}
+	return nil
+}
+
+func orNone(s payrecon.LocalStatus) string {
+	if s == "" {
+		return "(missing)"
+	}
+	return string(s)
+}

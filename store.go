@@ -1,0 +1,111 @@
+package payrecon
+
+import (
+	"context"
+	"time"
+)
+
+// PaymentRow is a payments row as the sweep reads it.
+type PaymentRow struct {
+	ID        int64       `json:"id"`
+	IntentID  string      `json:"stripe_payment_intent_id"`
+	Status    LocalStatus `json:"status"`
+	Version   int64       `json:"version"`
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+	// Rechecks counts earlier attempts when the row came from the recheck
+	// queue rather than the cursor; zero otherwise.
+	Rechecks int `json:"rechecks,omitempty"`
+	// FromRecheck is true when the row came from the recheck queue.
+	FromRecheck bool `json:"from_recheck,omitempty"`
+}
+
+// Cursor is the position of a sweep job.
+type Cursor struct {
+	Job                  string    `json:"job"`
+	LastID               int64     `json:"last_id"`
+	CycleStartedAt       time.Time `json:"cycle_started_at"`
+	LastCycleCompletedAt time.Time `json:"last_cycle_completed_at"` // zero: never
+}
+
+// Check is the outcome of checking one row against Stripe.
+type Check struct {
+	Row      PaymentRow
+	Decision Decision
+	// Observed is the status Stripe reported (NotFound for a 404); empty
+	// when Stripe was not read (in the grace window, or unavailable).
+	Observed StripeStatus
+	// RecheckAt, when set, queues the row for an early recheck.
+	RecheckAt time.Time
+	// Err says why the row is unverifiable.
+	Err string
+}
+
+// Read reports whether Stripe's answer about the row was actually read.
+func (c Check) Read() bool { return c.Observed != "" }
+
+// Orphan is a PaymentIntent seen in Stripe that may have no local row.
+type Orphan struct {
+	IntentID string
+	Status   StripeStatus
+	Created  time.Time
+}
+
+// BatchCommit is everything one batch writes, in one transaction.
+type BatchCommit struct {
+	Job string
+	// From and To move the cursor with a compare-and-set. When Advance is
+	// false (a batch made only of rechecks) the cursor is left alone.
+	From, To int64
+	Advance  bool
+	Checks   []Check
+	Orphans  []Orphan
+	// Grace delays the recheck of rows that changed while being checked.
+	Grace time.Duration
+	Now   time.Time
+	// Busy is the time the batch took, for the measured throughput.
+	Busy time.Duration
+}
+
+// CommitResult says what a committed batch wrote.
+type CommitResult struct {
+	// Verified counts rows whose last_reconciled_at advanced.
+	Verified int
+	// Stale lists rows read from Stripe whose local row changed during the
+	// check: not verified, no finding, rechecked after the grace window.
+	Stale []int64
+	// NewFindings counts findings opened; Resolved counts findings closed
+	// because the row was seen in sync or with a different drift.
+	NewFindings int
+	Resolved    int
+	// Commands lists the outbox ids of the repair commands queued.
+	Commands []int64
+}
+
+// SweepStore is the storage the sweep needs. The postgres package implements
+// it.
+type SweepStore interface {
+	// ReadBatch ensures the job's cursor exists and reads, in one snapshot,
+	// the cursor and up to limit rows after it, plus up to recheckLimit
+	// rows whose recheck is due at now.
+	ReadBatch(ctx context.Context, job string, limit, recheckLimit int, now time.Time) (Cursor, []PaymentRow, []PaymentRow, error)
+	// CommitBatch writes results, findings, repair commands, rechecks and
+	// the cursor advance in one transaction; ErrConcurrentRun when the
+	// cursor moved since ReadBatch, in which case nothing is written.
+	CommitBatch(ctx context.Context, b BatchCommit) (CommitResult, error)
+	// Wrap moves the cursor from `from` back to 0 and completes the cycle,
+	// with a compare-and-set; ErrConcurrentRun when it moved.
+	Wrap(ctx context.Context, job string, from int64, now time.Time) error
+	// PendingRechecks counts the job's queued rechecks by reason.
+	PendingRechecks(ctx context.Context, job string) (map[string]int, error)
+	// NextRecheck returns when the job's earliest recheck of the given
+	// reason is due; zero when none is queued.
+	NextRecheck(ctx context.Context, job, reason string) (time.Time, error)
+}
+
+// Recheck reasons.
+const (
+	RecheckUnverifiable = "unverifiable"
+	RecheckGrace        = "grace"
+	RecheckChanged      = "changed"
+)
