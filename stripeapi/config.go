@@ -1,0 +1,155 @@
+package stripeapi
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/stripe/stripe-go/v85"
+
+	"payrecon"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	TimeoutDefault       = 10 * time.Second
+	MaxRetriesDefault    = 2
+	BackoffBaseDefault   = 500 * time.Millisecond
+	BackoffMaxDefault    = 5 * time.Second
+	MaxRetryAfterDefault = 30 * time.Second
+)
+
+// Config configures a Gateway. Only SecretKey is required.
+type Config struct {
+	// SecretKey is the Stripe secret or restricted key (STRIPE_SECRET_KEY).
+	SecretKey string
+	// APIBase overrides Stripe's base URL (STRIPE_API_BASE), e.g. a
+	// stripe-mock or stripesim URL; empty means https://api.stripe.com. It
+	// must be scheme://host[:port]: stripe-go v85 fails every request to a
+	// base URL with a path.
+	APIBase string
+	// HTTPClient sends the requests; nil means a client of the gateway's
+	// own. The gateway wraps its Transport to read status codes and headers
+	// of answers stripe-go cannot parse.
+	HTTPClient *http.Client
+	// Timeout bounds each attempt; 0 means TimeoutDefault.
+	Timeout time.Duration
+	// MaxRetries is the number of retries after the first attempt; 0 means
+	// MaxRetriesDefault, a negative value means none.
+	MaxRetries int
+	// BackoffBase is the wait before the first retry, doubled for each
+	// further one up to BackoffMax, then jittered down by up to half;
+	// 0 means BackoffBaseDefault.
+	BackoffBase time.Duration
+	// BackoffMax caps the backoff; 0 means BackoffMaxDefault.
+	BackoffMax time.Duration
+	// MaxRetryAfter caps Stripe's Retry-After, both as a wait and as
+	// reported in UnavailableError.RetryAfter; 0 means MaxRetryAfterDefault.
+	MaxRetryAfter time.Duration
+	// SleepFunc waits d between attempts and returns ctx.Err() at once when
+	// ctx is done; nil means a timer. Tests inject one that returns at once.
+	SleepFunc func(ctx context.Context, d time.Duration) error
+	// JitterFunc returns a number in [0, 1) for backoff jitter; nil means a
+	// source of the gateway's own, seeded from crypto/rand.
+	JitterFunc func() float64
+	// Clock times calls and reads Retry-After dates; nil means
+	// payrecon.SystemClock.
+	Clock payrecon.Clock
+	// Logger receives retry warnings; nil discards them.
+	Logger *slog.Logger
+	// ObserveFunc, when set, is called once per RetrieveIntent or
+	// ListIntents with op "retrieve" or "list", the outcome ("ok",
+	// "not_found", "rate_limited", "unavailable", "config_error" or
+	// "canceled") and the time the call took, retries included.
+	ObserveFunc func(op, outcome string, d time.Duration)
+}
+
+// withDefaults validates c and fills in its zero fields.
+func (c Config) withDefaults() (Config, error) {
+	if c.SecretKey == "" {
+		return c, &payrecon.ConfigError{Cause: "STRIPE_SECRET_KEY is not set: give payrecon a Stripe secret key or a restricted key with read access to PaymentIntents"}
+	}
+	if c.APIBase == "" {
+		c.APIBase = stripe.APIURL
+	}
+	// stripe-go v85 reads the API version from the request path, so a base
+	// URL with a path ("http://proxy/stripe") fails every request.
+	u, err := url.Parse(c.APIBase)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/" && u.Path != "/v1" && u.Path != "/v1/") || u.RawQuery != "" {
+		return c, &payrecon.ConfigError{Cause: fmt.Sprintf("STRIPE_API_BASE %q must be scheme://host[:port], http or https, with no path, query or credentials", redactURL(c.APIBase))}
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = TimeoutDefault
+	}
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = MaxRetriesDefault
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	if c.BackoffBase <= 0 {
+		c.BackoffBase = BackoffBaseDefault
+	}
+	if c.BackoffMax <= 0 {
+		c.BackoffMax = BackoffMaxDefault
+	}
+	if c.MaxRetryAfter <= 0 {
+		c.MaxRetryAfter = MaxRetryAfterDefault
+	}
+	if c.SleepFunc == nil {
+		c.SleepFunc = sleep
+	}
+	if c.JitterFunc == nil {
+		c.JitterFunc = newJitter()
+	}
+	if c.Clock == nil {
+		c.Clock = payrecon.SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// redactURL hides a password in a URL for an error message.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return "(unparsable)"
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// newJitter returns a goroutine-safe jitter source of its own, seeded from
+// crypto/rand (no global random state).
+func newJitter() func() float64 {
+	var seed [32]byte
+	_, _ = rand.Read(seed[:]) // never fails on supported platforms
+	r := mrand.New(mrand.NewChaCha8(seed))
+	var mu sync.Mutex
+	return func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return r.Float64()
+	}
+}

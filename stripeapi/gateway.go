@@ -1,0 +1,224 @@
+package stripeapi
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/stripe/stripe-go/v85"
+
+	"payrecon"
+)
+
+// Gateway reads PaymentIntents from Stripe. It implements payrecon.Gateway
+// and is safe for concurrent use.
+type Gateway struct {
+	cfg Config
+	sc  *stripe.Client
+}
+
+var _ payrecon.Gateway = (*Gateway)(nil)
+
+// New returns a Gateway. A missing SecretKey or a malformed APIBase is a
+// *payrecon.ConfigError.
+func New(cfg Config) (*Gateway, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	backends := stripe.NewBackendsWithConfig(&stripe.BackendConfig{
+		URL:               stripe.String(cfg.APIBase),
+		HTTPClient:        recordingClient(cfg.HTTPClient),
+		MaxNetworkRetries: stripe.Int64(0),
+		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
+		EnableTelemetry:   stripe.Bool(false),
+	})
+	return &Gateway{cfg: cfg, sc: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends))}, nil
+}
+
+// RetrieveIntent reads one PaymentIntent (GET /v1/payment_intents/{id}).
+// An empty id is reported as not found.
+func (g *Gateway) RetrieveIntent(ctx context.Context, id string) (payrecon.Intent, error) {
+	if id == "" {
+		return payrecon.Intent{}, fmt.Errorf("retrieve payment intent: empty id: %w", payrecon.ErrNotFound)
+	}
+	var pi *stripe.PaymentIntent
+	err := g.do(ctx, "retrieve", func(ctx context.Context) error {
+		var err error
+		pi, err = g.sc.V1PaymentIntents.Retrieve(ctx, id, nil)
+		return err
+	})
+	if err != nil {
+		return payrecon.Intent{}, fmt.Errorf("retrieve payment intent %q: %w", id, err)
+	}
+	return toIntent(pi), nil
+}
+
+// ListIntents reads exactly one page of PaymentIntents (GET
+// /v1/payment_intents), newest first, filtered by created ≥ q.CreatedGTE and
+// ≤ q.CreatedLTE (each truncated to whole seconds; zero means unbounded),
+// continuing after q.StartingAfter. A Limit outside 1..100 means 100. The
+// caller pages on with StartingAfter = the last intent's ID while HasMore.
+func (g *Gateway) ListIntents(ctx context.Context, q payrecon.ListQuery) (payrecon.IntentPage, error) {
+	limit := int64(q.Limit)
+	if limit < 1 || limit > 100 {
+		limit = 100
+	}
+	var page payrecon.IntentPage
+	err := g.do(ctx, "list", func(ctx context.Context) error {
+		params := &stripe.PaymentIntentListParams{}
+		params.Single = true // one request, one page: the caller paginates
+		params.Limit = stripe.Int64(limit)
+		if q.StartingAfter != "" {
+			params.StartingAfter = stripe.String(q.StartingAfter)
+		}
+		if !q.CreatedGTE.IsZero() || !q.CreatedLTE.IsZero() {
+			params.CreatedRange = &stripe.RangeQueryParams{}
+			if !q.CreatedGTE.IsZero() {
+				params.CreatedRange.GreaterThanOrEqual = q.CreatedGTE.Unix()
+			}
+			if !q.CreatedLTE.IsZero() {
+				params.CreatedRange.LesserThanOrEqual = q.CreatedLTE.Unix()
+			}
+		}
+		list := g.sc.V1PaymentIntents.List(ctx, params)
+		if err := list.Err(); err != nil {
+			return err
+		}
+		data := list.Data()
+		page = payrecon.IntentPage{Intents: make([]payrecon.Intent, 0, len(data)), HasMore: list.Meta().HasMore}
+		for _, pi := range data {
+			page.Intents = append(page.Intents, toIntent(pi))
+		}
+		return nil
+	})
+	if err != nil {
+		return payrecon.IntentPage{}, fmt.Errorf("list payment intents (after %q): %w", q.StartingAfter, err)
+	}
+	return page, nil
+}
+
+func toIntent(pi *stripe.PaymentIntent) payrecon.Intent {
+	return payrecon.Intent{
+		ID:      pi.ID,
+		Status:  payrecon.StripeStatus(pi.Status),
+		Created: time.Unix(pi.Created, 0).UTC(),
+	}
+}
+
+// do runs call with retries, translates its failure and reports the outcome
+// to ObserveFunc.
+func (g *Gateway) do(ctx context.Context, op string, call func(context.Context) error) error {
+	start := g.cfg.Clock.Now()
+	err := g.retry(ctx, op, call)
+	if g.cfg.ObserveFunc != nil {
+		g.cfg.ObserveFunc(op, outcome(err), g.cfg.Clock.Now().Sub(start))
+	}
+	return err
+}
+
+func (g *Gateway) retry(ctx context.Context, op string, call func(context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		f := g.attempt(ctx, call)
+		if f == nil {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err // the caller gave up: its error, not "unavailable"
+		}
+		if attempt >= g.cfg.MaxRetries || !f.retryable() {
+			return g.translate(f)
+		}
+		wait := g.backoff(attempt, g.retryAfter(f.header))
+		if dl, ok := ctx.Deadline(); ok && g.cfg.Clock.Now().Add(wait).After(dl) {
+			return g.translate(f) // the caller's deadline would pass while waiting
+		}
+		g.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "stripe request failed; retrying",
+			slog.String("op", op),
+			slog.Int("attempt", attempt+1),
+			slog.Int("status", f.status),
+			slog.String("request_id", f.requestID()),
+			slog.Duration("wait", wait),
+			slog.String("error", g.cause(f).Error()))
+		if err := g.cfg.SleepFunc(ctx, wait); err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr
+			}
+			return fmt.Errorf("wait before retry: %w", err)
+		}
+	}
+}
+
+// attempt makes one request under the per-attempt timeout and describes its
+// failure, or returns nil.
+func (g *Gateway) attempt(ctx context.Context, call func(context.Context) error) *failure {
+	ans := &answer{}
+	actx, cancel := context.WithTimeout(context.WithValue(ctx, answerKey{}, ans), g.cfg.Timeout)
+	defer cancel()
+	err := call(actx)
+	if err == nil {
+		return nil
+	}
+	f := newFailure(err, ans)
+	if actx.Err() != nil && ctx.Err() == nil {
+		f.timedOut = true
+	}
+	return f
+}
+
+// backoff is BackoffBase·2^attempt capped at BackoffMax, jittered down by up
+// to half, and never shorter than Stripe's Retry-After.
+func (g *Gateway) backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := g.cfg.BackoffMax
+	if attempt < 32 {
+		if b := g.cfg.BackoffBase << attempt; b > 0 && b < d {
+			d = b
+		}
+	}
+	d -= time.Duration(g.cfg.JitterFunc() * float64(d/2))
+	return max(d, retryAfter)
+}
+
+// answerKey carries an *answer in an attempt's context.
+type answerKey struct{}
+
+// answer is the last HTTP answer of an attempt, recorded by the transport:
+// stripe-go drops the status and headers of answers whose body is not JSON.
+type answer struct {
+	status int
+	header http.Header
+}
+
+// recordingTransport records each answer into the *answer of the request's
+// context, if any.
+type recordingTransport struct {
+	base http.RoundTripper
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if a, ok := req.Context().Value(answerKey{}).(*answer); ok && resp != nil {
+		a.status, a.header = resp.StatusCode, resp.Header
+	}
+	return resp, err
+}
+
+// recordingClient returns a copy of c (or a new client) whose transport
+// records answers.
+func recordingClient(c *http.Client) *http.Client {
+	var out http.Client
+	if c != nil {
+		out = *c
+	}
+	base := out.Transport
+	if base == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		base = t
+	}
+	out.Transport = &recordingTransport{base: base}
+	return &out
+}

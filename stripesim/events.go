@@ -1,0 +1,301 @@
+package stripesim
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v85"
+
+	"payrecon"
+)
+
+// ErrNoSuchEvent: no event with that id.
+var ErrNoSuchEvent = errors.New("stripesim: no such event")
+
+// Event types the simulator records.
+const (
+	EventPaymentIntentCreated                 = "payment_intent.created"
+	EventPaymentIntentProcessing              = "payment_intent.processing"
+	EventPaymentIntentRequiresAction          = "payment_intent.requires_action"
+	EventPaymentIntentAmountCapturableUpdated = "payment_intent.amount_capturable_updated"
+	EventPaymentIntentSucceeded               = payrecon.EventPaymentIntentSucceeded
+	EventPaymentIntentCanceled                = payrecon.EventPaymentIntentCanceled
+	EventPaymentIntentPaymentFailed           = payrecon.EventPaymentIntentPaymentFailed
+)
+
+// EventTypeFor returns the event Stripe sends when an intent moves from old
+// to new, or "" when it sends none: succeeded, canceled, processing,
+// requires_action and amount_capturable_updated (requires_capture) for the
+// statuses of those names, and payment_failed when an intent returns to
+// requires_payment_method.
+func EventTypeFor(old, new payrecon.StripeStatus) string {
+	if old == new {
+		return ""
+	}
+	switch new {
+	case payrecon.IntentSucceeded:
+		return EventPaymentIntentSucceeded
+	case payrecon.IntentCanceled:
+		return EventPaymentIntentCanceled
+	case payrecon.IntentProcessing:
+		return EventPaymentIntentProcessing
+	case payrecon.IntentRequiresAction:
+		return EventPaymentIntentRequiresAction
+	case payrecon.IntentRequiresCapture:
+		return EventPaymentIntentAmountCapturableUpdated
+	case payrecon.IntentRequiresPaymentMethod:
+		return EventPaymentIntentPaymentFailed
+	}
+	return ""
+}
+
+// Event is a recorded event as tests see it.
+type Event struct {
+	ID      string
+	Type    string
+	Created time.Time
+	// IntentID and Status are those of the intent snapshot in data.object.
+	IntentID string
+	Status   payrecon.StripeStatus
+	// Attempts counts webhook deliveries tried, dropped ones included.
+	Attempts int
+	// Delivered is true once a delivery was answered 2xx.
+	Delivered bool
+}
+
+type eventRec struct {
+	seq       int64
+	id        string
+	typ       string
+	created   int64
+	intentID  string
+	status    payrecon.StripeStatus
+	object    json.RawMessage // the intent when the event happened
+	previous  json.RawMessage // previous_attributes, or nil
+	attempts  int
+	delivered bool
+}
+
+func (e *eventRec) event() Event {
+	return Event{
+		ID: e.id, Type: e.typ, Created: time.Unix(e.created, 0).UTC(),
+		IntentID: e.intentID, Status: e.status, Attempts: e.attempts, Delivered: e.delivered,
+	}
+}
+
+// eventLog keeps events oldest first: by created, then by sequence.
+type eventLog struct {
+	list []*eventRec
+	byID map[string]*eventRec
+	seq  int64
+}
+
+func newEventLog() *eventLog {
+	return &eventLog{byID: make(map[string]*eventRec)}
+}
+
+func (l *eventLog) pos(e *eventRec) int {
+	return sort.Search(len(l.list), func(i int) bool {
+		x := l.list[i]
+		return x.created > e.created || (x.created == e.created && x.seq >= e.seq)
+	})
+}
+
+// recordEvent records an event about r; s.mu must be held.
+func (s *Server) recordEvent(typ string, r *record, old payrecon.StripeStatus, now time.Time) string {
+	obj, err := json.Marshal(r.json())
+	if err != nil {
+		s.log.Error("stripesim: encode event object", "intent_id", r.id, "error", err)
+		obj = []byte("{}")
+	}
+	l := s.events
+	l.seq++
+	e := &eventRec{
+		seq: l.seq, id: s.newID("evt_"), typ: typ, created: now.Unix(),
+		intentID: r.id, status: r.status, object: obj,
+	}
+	if old != "" {
+		e.previous, _ = json.Marshal(map[string]string{"status": string(old)})
+	}
+	l.list = slices.Insert(l.list, l.pos(e), e)
+	l.byID[e.id] = e
+	return e.id
+}
+
+// Events returns every recorded event, oldest first.
+func (s *Server) Events() []Event {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Event, len(s.events.list))
+	for i, e := range s.events.list {
+		out[i] = e.event()
+	}
+	return out
+}
+
+// EventPayload returns the JSON body a webhook delivery of event id carries.
+func (s *Server) EventPayload(id string) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.events.byID[id]
+	if !ok {
+		return nil, fmt.Errorf("event %q: %w", id, ErrNoSuchEvent)
+	}
+	return json.Marshal(e.json())
+}
+
+// eventJSON is an Event as Stripe renders it.
+type eventJSON struct {
+	ID              string           `json:"id"`
+	Object          string           `json:"object"`
+	APIVersion      string           `json:"api_version"`
+	Created         int64            `json:"created"`
+	Data            eventDataJSON    `json:"data"`
+	Livemode        bool             `json:"livemode"`
+	PendingWebhooks int              `json:"pending_webhooks"`
+	Request         eventRequestJSON `json:"request"`
+	Type            string           `json:"type"`
+}
+
+type eventDataJSON struct {
+	Object             json.RawMessage `json:"object"`
+	PreviousAttributes json.RawMessage `json:"previous_attributes,omitempty"`
+}
+
+type eventRequestJSON struct {
+	ID             *string `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+func (e *eventRec) json() eventJSON {
+	pending := 1
+	if e.delivered {
+		pending = 0
+	}
+	return eventJSON{
+		ID:              e.id,
+		Object:          "event",
+		APIVersion:      stripe.APIVersion,
+		Created:         e.created,
+		Data:            eventDataJSON{Object: e.object, PreviousAttributes: e.previous},
+		PendingWebhooks: pending,
+		Type:            e.typ,
+	}
+}
+
+// eventFilter is the endpoint-specific part of GET /v1/events.
+type eventFilter struct {
+	typ             string // exact, or "prefix.*"
+	types           []string
+	deliverySuccess *bool
+}
+
+func parseEventFilter(q map[string][]string) (eventFilter, *apiError) {
+	var f eventFilter
+	for key, vals := range q {
+		switch {
+		case key == "type":
+			f.typ = vals[0]
+		case key == "types" || key == "types[]" || strings.HasPrefix(key, "types["):
+			f.types = append(f.types, vals...)
+		case key == "delivery_success":
+			switch vals[0] {
+			case "true":
+				f.deliverySuccess = new(bool)
+				*f.deliverySuccess = true
+			case "false":
+				f.deliverySuccess = new(bool)
+			default:
+				return f, badRequest(key, "parameter_invalid_boolean", "Invalid boolean: "+vals[0])
+			}
+		}
+	}
+	if f.typ != "" && len(f.types) > 0 {
+		return f, badRequest("types", "parameters_exclusive", "You may only specify one of these parameters: type, types.")
+	}
+	if len(f.types) > 20 {
+		return f, badRequest("types", "", "You may pass at most 20 event types.")
+	}
+	return f, nil
+}
+
+func isEventFilterKey(key string) bool {
+	return key == "type" || key == "delivery_success" || key == "types" || strings.HasPrefix(key, "types[")
+}
+
+func (f eventFilter) match(e *eventRec, lo, hi int64) bool {
+	if e.created < lo || e.created > hi {
+		return false
+	}
+	if f.deliverySuccess != nil && *f.deliverySuccess != e.delivered {
+		return false
+	}
+	if f.typ != "" {
+		if prefix, ok := strings.CutSuffix(f.typ, "*"); ok {
+			return strings.HasPrefix(e.typ, prefix)
+		}
+		return e.typ == f.typ
+	}
+	return len(f.types) == 0 || slices.Contains(f.types, e.typ)
+}
+
+func (s *Server) handleListEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p, e := parseListParams(q, isEventFilterKey)
+	if e == nil {
+		var f eventFilter
+		if f, e = parseEventFilter(q); e == nil {
+			s.listEvents(w, p, f)
+			return
+		}
+	}
+	s.writeError(w, http.StatusBadRequest, *e)
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, p listParams, f eventFilter) {
+	out := listJSON[eventJSON]{Object: "list", Data: []eventJSON{}, URL: "/v1/events"}
+	s.mu.RLock()
+	list := s.events.list
+	// Newest first is the log walked backwards; ending_before walks forwards
+	// from its cursor (closest first) and reverses the page.
+	from, to, step := len(list)-1, -1, -1
+	if id, param := p.cursor(); id != "" {
+		c, ok := s.events.byID[id]
+		if !ok {
+			s.mu.RUnlock()
+			s.writeError(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "resource_missing",
+				Param: param, Message: fmt.Sprintf("No such event: '%s'", id)})
+			return
+		}
+		if pos := s.events.pos(c); p.startingAfter != "" {
+			from = pos - 1
+		} else {
+			from, to, step = pos+1, len(list), 1
+		}
+	}
+	var page []*eventRec
+	for i := from; i != to; i += step {
+		if !f.match(list[i], p.lo, p.hi) {
+			continue
+		}
+		if len(page) == p.limit {
+			out.HasMore = true
+			break
+		}
+		page = append(page, list[i])
+	}
+	if step > 0 {
+		slices.Reverse(page)
+	}
+	for _, e := range page {
+		out.Data = append(out.Data, e.json())
+	}
+	s.mu.RUnlock()
+	writeJSON(w, http.StatusOK, out)
+}

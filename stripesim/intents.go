@@ -1,0 +1,377 @@
+package stripesim
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"payrecon"
+)
+
+// Put stores in, replacing any intent with the same id, without recording an
+// event, and returns it as stored (with defaults applied).
+func (s *Server) Put(in Intent) Intent {
+	r := s.newRecord(in, s.clock.Now())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.intents.put(r)
+	return r.intent()
+}
+
+// Create stores a new intent and records a payment_intent.created event. It
+// fails with ErrDuplicateID if the id exists.
+func (s *Server) Create(in Intent) (Intent, error) {
+	now := s.clock.Now()
+	r := s.newRecord(in, now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.intents.byID[r.id]; dup {
+		return Intent{}, fmt.Errorf("create intent %q: %w", r.id, ErrDuplicateID)
+	}
+	s.intents.put(r)
+	s.recordEvent(EventPaymentIntentCreated, r, "", now)
+	return r.intent(), nil
+}
+
+// Seed stores n new intents, gen(0) … gen(n-1), with one sort and no events:
+// the way to load a million intents. It fails, storing nothing, if an id
+// exists already or repeats.
+func (s *Server) Seed(n int, gen func(i int) Intent) error {
+	now := s.clock.Now()
+	recs := make([]*record, n)
+	for i := range recs {
+		recs[i] = s.newRecord(gen(i), now)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.intents.seed(recs)
+}
+
+// SetStatus changes the status of intent id and records the event Stripe
+// would send for the change (see EventTypeFor), returning its id, or "" when
+// the change has no event. It fails with ErrNoSuchIntent.
+func (s *Server) SetStatus(id string, status payrecon.StripeStatus) (string, error) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.intents.byID[id]
+	if !ok {
+		return "", fmt.Errorf("set status of intent %q: %w", id, ErrNoSuchIntent)
+	}
+	old := r.status
+	r.status = status
+	switch {
+	case status == payrecon.IntentCanceled && old != status:
+		r.canceledAt = now.Unix()
+	case status == payrecon.IntentRequiresPaymentMethod && old != status:
+		r.failed = true
+	case status != payrecon.IntentRequiresPaymentMethod:
+		r.failed = false
+	}
+	typ := EventTypeFor(old, status)
+	if typ == "" {
+		return "", nil
+	}
+	return s.recordEvent(typ, r, old, now), nil
+}
+
+// Delete removes intent id, which then answers 404. It fails with
+// ErrNoSuchIntent.
+func (s *Server) Delete(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.intents.byID[id]
+	if !ok {
+		return fmt.Errorf("delete intent %q: %w", id, ErrNoSuchIntent)
+	}
+	s.intents.remove(r)
+	return nil
+}
+
+// Get returns intent id.
+func (s *Server) Get(id string) (Intent, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	r, ok := s.intents.byID[id]
+	if !ok {
+		return Intent{}, false
+	}
+	return r.intent(), true
+}
+
+// Count returns the number of intents.
+func (s *Server) Count() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.intents.order)
+}
+
+func (s *Server) newRecord(in Intent, now time.Time) *record {
+	r := &record{
+		id:       in.ID,
+		amount:   cmp.Or(in.Amount, 1000),
+		currency: cmp.Or(in.Currency, "usd"),
+		status:   cmp.Or(in.Status, payrecon.IntentRequiresPaymentMethod),
+		created:  now.Unix(),
+		metadata: maps.Clone(in.Metadata),
+	}
+	if r.id == "" {
+		r.id = s.newID("pi_")
+	}
+	if !in.Created.IsZero() {
+		r.created = in.Created.Unix()
+	}
+	if r.status == payrecon.IntentCanceled {
+		r.canceledAt = r.created
+	}
+	return r
+}
+
+// intentJSON is a PaymentIntent as Stripe renders it (the fields payrecon
+// and a reader of a webhook may look at).
+type intentJSON struct {
+	ID                      string            `json:"id"`
+	Object                  string            `json:"object"`
+	Amount                  int64             `json:"amount"`
+	AmountCapturable        int64             `json:"amount_capturable"`
+	AmountReceived          int64             `json:"amount_received"`
+	AutomaticPaymentMethods enabledJSON       `json:"automatic_payment_methods"`
+	CanceledAt              *int64            `json:"canceled_at"`
+	CancellationReason      *string           `json:"cancellation_reason"`
+	CaptureMethod           string            `json:"capture_method"`
+	ClientSecret            string            `json:"client_secret"`
+	ConfirmationMethod      string            `json:"confirmation_method"`
+	Created                 int64             `json:"created"`
+	Currency                string            `json:"currency"`
+	Customer                *string           `json:"customer"`
+	Description             *string           `json:"description"`
+	LastPaymentError        *apiErrorJSON     `json:"last_payment_error"`
+	LatestCharge            *string           `json:"latest_charge"`
+	Livemode                bool              `json:"livemode"`
+	Metadata                map[string]string `json:"metadata"`
+	PaymentMethod           *string           `json:"payment_method"`
+	PaymentMethodTypes      []string          `json:"payment_method_types"`
+	Status                  string            `json:"status"`
+}
+
+type enabledJSON struct {
+	Enabled bool `json:"enabled"`
+}
+
+type apiErrorJSON struct {
+	Code        string `json:"code"`
+	DeclineCode string `json:"decline_code"`
+	Message     string `json:"message"`
+	Type        string `json:"type"`
+}
+
+func (r *record) json() intentJSON {
+	j := intentJSON{
+		ID:                      r.id,
+		Object:                  "payment_intent",
+		Amount:                  r.amount,
+		AutomaticPaymentMethods: enabledJSON{Enabled: true},
+		CaptureMethod:           "automatic",
+		ClientSecret:            r.id + "_secret_sim",
+		ConfirmationMethod:      "automatic",
+		Created:                 r.created,
+		Currency:                r.currency,
+		Metadata:                maps.Clone(r.metadata),
+		PaymentMethodTypes:      []string{"card"},
+		Status:                  string(r.status),
+	}
+	if j.Metadata == nil {
+		j.Metadata = map[string]string{}
+	}
+	switch r.status {
+	case payrecon.IntentSucceeded:
+		j.AmountReceived = r.amount
+		charge := "ch_" + strings.TrimPrefix(r.id, "pi_")
+		j.LatestCharge = &charge
+	case payrecon.IntentRequiresCapture:
+		j.AmountCapturable = r.amount
+	case payrecon.IntentCanceled:
+		at := r.canceledAt
+		j.CanceledAt = &at
+	}
+	if r.status != payrecon.IntentRequiresPaymentMethod && r.status != payrecon.IntentRequiresConfirmation {
+		pm := "pm_" + strings.TrimPrefix(r.id, "pi_")
+		j.PaymentMethod = &pm
+	}
+	if r.failed {
+		j.LastPaymentError = &apiErrorJSON{Code: "card_declined", DeclineCode: "generic_decline",
+			Message: "Your card was declined.", Type: "card_error"}
+	}
+	return j
+}
+
+type listJSON[T any] struct {
+	Object  string `json:"object"`
+	Data    []T    `json:"data"`
+	HasMore bool   `json:"has_more"`
+	URL     string `json:"url"`
+}
+
+func (s *Server) handleRetrieveIntent(w http.ResponseWriter, r *http.Request) {
+	if e := onlyExpand(r.URL.Query()); e != nil {
+		s.writeError(w, http.StatusBadRequest, *e)
+		return
+	}
+	id := r.PathValue("id")
+	s.mu.RLock()
+	rec, ok := s.intents.byID[id]
+	var j intentJSON
+	if ok {
+		j = rec.json()
+	}
+	s.mu.RUnlock()
+	if !ok {
+		s.writeError(w, http.StatusNotFound, noSuchIntent(id, "intent"))
+		return
+	}
+	writeJSON(w, http.StatusOK, j)
+}
+
+func (s *Server) handleListIntents(w http.ResponseWriter, r *http.Request) {
+	p, e := parseListParams(r.URL.Query(), nil)
+	if e != nil {
+		s.writeError(w, http.StatusBadRequest, *e)
+		return
+	}
+	out := listJSON[intentJSON]{Object: "list", Data: []intentJSON{}, URL: "/v1/payment_intents"}
+	s.mu.RLock()
+	x := s.intents
+	start, end := x.createdRange(p.lo, p.hi)
+	from, to := start, end
+	switch {
+	case p.startingAfter != "":
+		cur, ok := x.byID[p.startingAfter]
+		if !ok {
+			s.mu.RUnlock()
+			s.writeError(w, http.StatusBadRequest, noSuchIntent(p.startingAfter, "starting_after"))
+			return
+		}
+		from = min(max(start, x.pos(cur)+1), end)
+		to = min(end, from+p.limit)
+		out.HasMore = to < end
+	case p.endingBefore != "":
+		cur, ok := x.byID[p.endingBefore]
+		if !ok {
+			s.mu.RUnlock()
+			s.writeError(w, http.StatusBadRequest, noSuchIntent(p.endingBefore, "ending_before"))
+			return
+		}
+		to = max(min(end, x.pos(cur)), start)
+		from = max(start, to-p.limit)
+		out.HasMore = from > start
+	default:
+		to = min(end, start+p.limit)
+		out.HasMore = to < end
+	}
+	for _, rec := range x.order[from:to] {
+		out.Data = append(out.Data, rec.json())
+	}
+	s.mu.RUnlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listParams are the parameters every Stripe list endpoint shares.
+type listParams struct {
+	limit         int
+	startingAfter string
+	endingBefore  string
+	lo, hi        int64 // created bounds, inclusive
+}
+
+// parseListParams parses limit, the cursors and the created filter; extra
+// accepts (and the caller handles) endpoint-specific keys. Any other key is
+// answered 400 parameter_unknown, as Stripe does.
+func parseListParams(q url.Values, extra func(key string) bool) (listParams, *apiError) {
+	p := listParams{limit: 10, lo: math.MinInt64, hi: math.MaxInt64}
+	for key, vals := range q {
+		v := vals[0]
+		switch key {
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return p, badRequest(key, "parameter_invalid_integer", "Invalid integer: "+v)
+			}
+			if n < 1 || n > 100 {
+				return p, badRequest(key, "parameter_invalid_integer", "Invalid limit: must be between 1 and 100")
+			}
+			p.limit = n
+		case "starting_after":
+			p.startingAfter = v
+		case "ending_before":
+			p.endingBefore = v
+		case "created", "created[gt]", "created[gte]", "created[lt]", "created[lte]":
+			ts, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return p, badRequest(key, "parameter_invalid_integer", "Invalid integer: "+v)
+			}
+			p.narrow(key, ts)
+		default:
+			if isExpand(key) || (extra != nil && extra(key)) {
+				continue
+			}
+			return p, badRequest(key, "parameter_unknown", "Received unknown parameter: "+key)
+		}
+	}
+	if p.startingAfter != "" && p.endingBefore != "" {
+		return p, badRequest("ending_before", "parameters_exclusive",
+			"You may only specify one of these parameters: ending_before, starting_after.")
+	}
+	return p, nil
+}
+
+// cursor returns the cursor id and the parameter that carried it.
+func (p *listParams) cursor() (id, param string) {
+	if p.startingAfter != "" {
+		return p.startingAfter, "starting_after"
+	}
+	return p.endingBefore, "ending_before"
+}
+
+// narrow applies one created filter to the inclusive bounds.
+func (p *listParams) narrow(key string, ts int64) {
+	switch key {
+	case "created":
+		p.lo, p.hi = max(p.lo, ts), min(p.hi, ts)
+	case "created[gte]":
+		p.lo = max(p.lo, ts)
+	case "created[lte]":
+		p.hi = min(p.hi, ts)
+	case "created[gt]":
+		if ts == math.MaxInt64 {
+			p.lo, p.hi = 1, 0 // empty
+			return
+		}
+		p.lo = max(p.lo, ts+1)
+	case "created[lt]":
+		if ts == math.MinInt64 {
+			p.lo, p.hi = 1, 0
+			return
+		}
+		p.hi = min(p.hi, ts-1)
+	}
+}
+
+func isExpand(key string) bool {
+	return key == "expand" || strings.HasPrefix(key, "expand[")
+}
+
+// onlyExpand rejects every parameter but expand, as Stripe does on retrieve.
+func onlyExpand(q url.Values) *apiError {
+	for key := range q {
+		if !isExpand(key) {
+			return badRequest(key, "parameter_unknown", "Received unknown parameter: "+key)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"payrecon"
+)
+
+// CycleReport sums the batches of one RunCycle.
+type CycleReport struct {
+	Job         string                   `json:"job"`
+	Batches     int                      `json:"batches"`
+	Scanned     int                      `json:"scanned"`
+	Rechecked   int                      `json:"rechecked"`
+	Counts      map[payrecon.Verdict]int `json:"counts"`
+	Verified    int                      `json:"verified"`
+	NewFindings int                      `json:"new_findings"`
+	Resolved    int                      `json:"resolved"`
+	Commands    int                      `json:"commands"`
+	StripeCalls int                      `json:"stripe_calls"`
+	// ConcurrentRuns counts batches discarded because another run moved
+	// the cursor first.
+	ConcurrentRuns int `json:"concurrent_runs"`
+	// Pauses counts systemic-failure pauses.
+	Pauses  int  `json:"pauses"`
+	Wrapped bool `json:"wrapped"`
+	// StillUnverifiable counts rows still queued for recheck because Stripe
+	// could not be asked about them; the cycle is not fully verified.
+	StillUnverifiable int           `json:"still_unverifiable"`
+	Duration          time.Duration `json:"duration_ns"`
+}
+
+func (r *CycleReport) add(b BatchReport) {
+	r.Batches++
+	r.Scanned += b.Scanned
+	r.Rechecked += b.Rechecked
+	for v, n := range b.Counts {
+		r.Counts[v] += n
+	}
+	r.Verified += b.Verified
+	r.NewFindings += b.NewFindings
+	r.Resolved += b.Resolved
+	r.Commands += b.Commands
+	r.StripeCalls += b.StripeCalls
+}
+
+// ErrOutage is returned by RunCycle when Stripe stayed unavailable for
+// longer than Config.MaxOutage.
+var ErrOutage = errors.New("stripe outage outlasted the sweep's patience")
+
+// ProgressFunc is told after every batch.
+type ProgressFunc func(b BatchReport, total CycleReport)
+
+// RunCycle sweeps from the job's cursor until it wraps (on a fresh job:
+// every row once), then rechecks rows left unverifiable as they come due, for
+// at most Config.RecheckWait. With a LeaseFunc it holds the job's lease
+// throughout. It stops at once on a configuration error, pauses with backoff
+// on a systemic Stripe failure and gives up (ErrOutage) after
+// Config.MaxOutage of it, and on ctx's end returns between batches (a batch
+// is committed whole or not at all).
+func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleReport, error) {
+	start := time.Now()
+	rep := CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
+	if s.LeaseFunc != nil {
+		lease, err := s.LeaseFunc(ctx, s.cfg.Job, s.cfg.WaitForLease)
+		if err != nil {
+			return rep, err
+		}
+		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
+	}
+	defer func() { rep.Duration = time.Since(start) }()
+
+	var outage outageTracker
+	for !rep.Wrapped {
+		b, err := s.RunBatch(ctx)
+		if err != nil {
+			if perr := s.pauseOrFail(ctx, &rep, &outage, err); perr != nil {
+				return rep, perr
+			}
+			continue
+		}
+		outage = outageTracker{}
+		rep.add(b)
+		rep.Wrapped = b.Wrapped
+		if progress != nil {
+			progress(b, rep)
+		}
+	}
+
+	// Rows Stripe could not be asked about are retried as they come due,
+	// instead of waiting a whole cycle.
+	deadline := s.Clock.Now().Add(s.cfg.RecheckWait)
+	for {
+		due, err := s.store.NextRecheck(ctx, s.cfg.Job, payrecon.RecheckUnverifiable)
+		if err != nil {
+			return rep, err
+		}
+		if due.IsZero() {
+			break
+		}
+		if due.After(deadline) {
+			break
+		}
+		wait := due.Sub(s.Clock.Now())
+		if err := s.SleepFunc(ctx, wait); err != nil {
+			return rep, err
+		}
+		b, err := s.runBatch(ctx, true)
+		if err != nil {
+			if perr := s.pauseOrFail(ctx, &rep, &outage, err); perr != nil {
+				return rep, perr
+			}
+			continue
+		}
+		outage = outageTracker{}
+		rep.add(b)
+		if progress != nil {
+			progress(b, rep)
+		}
+	}
+	pending, err := s.store.PendingRechecks(ctx, s.cfg.Job)
+	if err != nil {
+		return rep, err
+	}
+	rep.StillUnverifiable = pending[payrecon.RecheckUnverifiable]
+	if s.Observer != nil {
+		s.Observer.CycleDone(s.cfg.Job, rep)
+	}
+	return rep, nil
+}
+
+type outageTracker struct {
+	since time.Time
+	pause time.Duration
+}
+
+// pauseOrFail handles a failed batch: nil means "try again" (after a pause
+// for a systemic failure, at once for a concurrent run); any other result
+// ends the cycle.
+func (s *Sweeper) pauseOrFail(ctx context.Context, rep *CycleReport, o *outageTracker, err error) error {
+	var sys *SystemicFailureError
+	switch {
+	case errors.Is(err, payrecon.ErrConcurrentRun):
+		rep.ConcurrentRuns++
+		s.Logger.Warn("another run moved the cursor; batch discarded", "job", s.cfg.Job, "error", err)
+		return nil
+	case errors.As(err, &sys):
+		if o.since.IsZero() {
+			o.since, o.pause = time.Now(), s.cfg.OutagePause
+		}
+		if time.Since(o.since) >= s.cfg.MaxOutage {
+			return fmt.Errorf("job %q: %w (%s): %w", s.cfg.Job, ErrOutage, s.cfg.MaxOutage, err)
+		}
+		rep.Pauses++
+		if s.Observer != nil {
+			s.Observer.Paused(s.cfg.Job, err)
+		}
+		s.Logger.Warn("stripe outage: sweep paused", "job", s.cfg.Job, "pause", o.pause, "error", err)
+		if serr := s.SleepFunc(ctx, o.pause); serr != nil {
+			return serr
+		}
+		o.pause = min(o.pause*2, s.cfg.OutagePauseMax)
+		return nil
+	}
+	return err
+}

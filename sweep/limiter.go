@@ -1,0 +1,112 @@
+package sweep
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Limiter is the sweep's Stripe rate budget: one token bucket shared by every
+// concurrent call. It backs off multiplicatively when Stripe answers 429
+// (and pauses everyone for Retry-After), and recovers additively while calls
+// succeed, never above the configured budget.
+type Limiter struct {
+	mu          sync.Mutex
+	lim         *rate.Limiter
+	max         rate.Limit
+	min         rate.Limit
+	pausedUntil time.Time
+	successes   int
+	now         func() time.Time
+}
+
+// NewLimiter returns a limiter at rps requests per second; rps ≤ 0 means no
+// limit.
+func NewLimiter(rps float64) *Limiter {
+	max := rate.Limit(rps)
+	if rps <= 0 {
+		max = rate.Inf
+	}
+	min := max / 20
+	if min < 0.5 {
+		min = 0.5
+	}
+	return &Limiter{lim: rate.NewLimiter(max, 1), max: max, min: min, now: time.Now}
+}
+
+// Wait blocks until a call may be made, or ctx ends.
+func (l *Limiter) Wait(ctx context.Context) error {
+	for {
+		l.mu.Lock()
+		pause := l.pausedUntil.Sub(l.now())
+		l.mu.Unlock()
+		if pause <= 0 {
+			break
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return l.lim.Wait(ctx)
+}
+
+// OnRateLimited records a 429: the rate halves (down to a floor of 5 % of
+// the budget) and, with a Retry-After hint, every caller pauses that long.
+func (l *Limiter) OnRateLimited(retryAfter time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.successes = 0
+	cur := l.lim.Limit()
+	if cur == rate.Inf {
+		cur = 100 // an unlimited sweep that hits 429 starts from Stripe's live limit
+	}
+	next := cur / 2
+	if next < l.min {
+		next = l.min
+	}
+	l.lim.SetLimit(next)
+	if retryAfter > 0 {
+		if until := l.now().Add(retryAfter); until.After(l.pausedUntil) {
+			l.pausedUntil = until
+		}
+	}
+}
+
+// OnSuccess records a successful call: after every few successes the rate
+// climbs back by a tenth of the budget.
+func (l *Limiter) OnSuccess() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cur := l.lim.Limit()
+	if cur >= l.max {
+		return
+	}
+	l.successes++
+	if float64(l.successes) < float64(cur)/4+1 {
+		return
+	}
+	l.successes = 0
+	step := l.max / 10
+	if l.max == rate.Inf {
+		step = 10
+	}
+	next := cur + step
+	if next > l.max {
+		next = l.max
+	}
+	l.lim.SetLimit(next)
+}
+
+// Limit returns the current rate in requests per second (+Inf when
+// unlimited).
+func (l *Limiter) Limit() float64 { return float64(l.lim.Limit()) }
+
+// Budget returns the configured rate in requests per second (+Inf when
+// unlimited).
+func (l *Limiter) Budget() float64 { return float64(l.max) }

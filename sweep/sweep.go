@@ -1,0 +1,445 @@
+// Package sweep is the scanner: it walks every payments row with a keyset
+// cursor, reads each row's PaymentIntent from Stripe outside any
+// transaction, classifies the pair with payrecon.Classify, and commits the
+// results, findings, repair commands and the cursor advance in one
+// transaction (RunBatch). RunCycle drives batches until the cursor wraps.
+//
+// Guarantees, from the seed and its corrections:
+//   - every row is checked once per cycle (keyset cursor, wrap with CAS);
+//   - no transaction or lock is held while Stripe is called;
+//   - a batch whose cursor moved under it is discarded whole (ErrConcurrentRun);
+//   - rows inside the grace window are in_flight, not judged;
+//   - last_reconciled_at advances only for rows Stripe was actually read for;
+//   - Stripe calls run concurrently up to Config.Concurrency, within one
+//     shared rate budget that backs off on 429;
+//   - a configuration error (401, 403, other 4xx) stops the sweep at once
+//     with nothing written; a systemic outage pauses it without advancing
+//     past the failing rows; rows left unverifiable are rechecked early.
+package sweep
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"payrecon"
+)
+
+// DefaultJob is the seed's job name.
+const DefaultJob = "payments-vs-stripe"
+
+// Config tunes a sweeper. Zero fields take the defaults of DefaultConfig.
+type Config struct {
+	// Job names the cursor (and the lease).
+	Job string
+	// Batch is the number of cursor rows per batch.
+	Batch int
+	// Grace: rows updated more recently than this are in_flight.
+	Grace time.Duration
+	// Concurrency bounds the Stripe calls in flight.
+	Concurrency int
+	// RecheckBatch bounds the due rechecks added to each batch.
+	RecheckBatch int
+	// RecheckBackoff is the first delay before an unverifiable row is
+	// rechecked; it doubles with each attempt up to RecheckBackoffMax.
+	RecheckBackoff    time.Duration
+	RecheckBackoffMax time.Duration
+	// SystemicFailureRatio: when more than this share of a batch's Stripe
+	// calls fail (and at least SystemicMinCalls were made, or the whole batch
+	// when smaller), the batch is discarded and the sweep pauses.
+	SystemicFailureRatio float64
+	SystemicMinCalls     int
+	// OutagePause is the first pause after a systemic failure; it doubles up
+	// to OutagePauseMax. RunCycle gives up after MaxOutage of consecutive
+	// failure.
+	OutagePause    time.Duration
+	OutagePauseMax time.Duration
+	MaxOutage      time.Duration
+	// RecheckWait: after the wrap, RunCycle keeps rechecking unverifiable
+	// rows as they come due for at most this long.
+	RecheckWait time.Duration
+	// WaitForLease makes RunCycle wait for another holder of the job's lease
+	// instead of failing with payrecon.ErrLeaseHeld.
+	WaitForLease bool
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		Job:                  DefaultJob,
+		Batch:                200,
+		Grace:                10 * time.Minute,
+		Concurrency:          8,
+		RecheckBackoff:       2 * time.Second,
+		RecheckBackoffMax:    5 * time.Minute,
+		SystemicFailureRatio: 0.5,
+		SystemicMinCalls:     10,
+		OutagePause:          time.Second,
+		OutagePauseMax:       time.Minute,
+		MaxOutage:            5 * time.Minute,
+		RecheckWait:          time.Minute,
+	}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Job == "" {
+		c.Job = d.Job
+	}
+	if c.Batch <= 0 {
+		c.Batch = d.Batch
+	}
+	if c.Grace < 0 {
+		c.Grace = 0
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = d.Concurrency
+	}
+	if c.RecheckBatch <= 0 {
+		c.RecheckBatch = max(1, c.Batch/4)
+	}
+	if c.RecheckBackoff <= 0 {
+		c.RecheckBackoff = d.RecheckBackoff
+	}
+	if c.RecheckBackoffMax <= 0 {
+		c.RecheckBackoffMax = d.RecheckBackoffMax
+	}
+	if c.SystemicFailureRatio <= 0 {
+		c.SystemicFailureRatio = d.SystemicFailureRatio
+	}
+	if c.SystemicMinCalls <= 0 {
+		c.SystemicMinCalls = d.SystemicMinCalls
+	}
+	if c.OutagePause <= 0 {
+		c.OutagePause = d.OutagePause
+	}
+	if c.OutagePauseMax <= 0 {
+		c.OutagePauseMax = d.OutagePauseMax
+	}
+	if c.MaxOutage <= 0 {
+		c.MaxOutage = d.MaxOutage
+	}
+	if c.RecheckWait < 0 {
+		c.RecheckWait = 0
+	}
+	return c
+}
+
+// Validate reports configuration a person must fix.
+func (c Config) Validate() error {
+	switch {
+	case c.Batch < 0:
+		return fmt.Errorf("batch must be positive, got %d", c.Batch)
+	case c.Batch > 10000:
+		return fmt.Errorf("batch %d is too large (at most 10000): a batch is one transaction", c.Batch)
+	case c.Concurrency < 0:
+		return fmt.Errorf("concurrency must be positive, got %d", c.Concurrency)
+	case c.Grace < 0:
+		return fmt.Errorf("grace must not be negative, got %s", c.Grace)
+	}
+	return nil
+}
+
+// Lease is a held sweep lease.
+type Lease interface {
+	Alive(ctx context.Context) error
+	Release(ctx context.Context) error
+}
+
+// LeaseFunc acquires the job's lease; with wait it blocks until free,
+// without it fails with an error matching payrecon.ErrLeaseHeld.
+type LeaseFunc func(ctx context.Context, job string, wait bool) (Lease, error)
+
+// Sweeper runs batches and cycles of one job.
+type Sweeper struct {
+	store   payrecon.SweepStore
+	gateway payrecon.Gateway
+	cfg     Config
+	// Limiter is the shared rate budget; nil means unlimited.
+	Limiter *Limiter
+	// Clock gives the time written to the database.
+	Clock payrecon.Clock
+	// Logger receives progress and warnings.
+	Logger *slog.Logger
+	// LeaseFunc, when set, makes RunCycle hold the job's lease.
+	LeaseFunc LeaseFunc
+	// SleepFunc waits (outage pauses, recheck waits); tests replace it.
+	SleepFunc func(ctx context.Context, d time.Duration) error
+	// Observer, when set, is told about every batch (metrics).
+	Observer Observer
+}
+
+// Observer receives what a sweeper does, for metrics.
+type Observer interface {
+	BatchDone(job string, r BatchReport, d time.Duration)
+	CycleDone(job string, r CycleReport)
+	Paused(job string, err error)
+}
+
+// New returns a sweeper. cfg's zero fields take the defaults.
+func New(store payrecon.SweepStore, gateway payrecon.Gateway, cfg Config) *Sweeper {
+	return &Sweeper{
+		store:     store,
+		gateway:   gateway,
+		cfg:       cfg.withDefaults(),
+		Clock:     payrecon.SystemClock{},
+		Logger:    slog.New(slog.DiscardHandler),
+		SleepFunc: sleep,
+	}
+}
+
+// Config returns the effective configuration.
+func (s *Sweeper) Config() Config { return s.cfg }
+
+// BatchReport says what one batch did.
+type BatchReport struct {
+	// Scanned counts cursor rows; Rechecked counts rows from the recheck
+	// queue.
+	Scanned   int `json:"scanned"`
+	Rechecked int `json:"rechecked"`
+	// Counts is the number of rows per verdict (rows that changed during the
+	// check count as in_flight).
+	Counts      map[payrecon.Verdict]int `json:"counts"`
+	Verified    int                      `json:"verified"`
+	NewFindings int                      `json:"new_findings"`
+	Resolved    int                      `json:"resolved"`
+	Commands    int                      `json:"commands"`
+	// StripeCalls counts requests made to Stripe.
+	StripeCalls int `json:"stripe_calls"`
+	// Cursor is the position after the batch.
+	Cursor  int64 `json:"cursor"`
+	Wrapped bool  `json:"wrapped"`
+}
+
+// SystemicFailureError says a batch was discarded because most of its Stripe
+// calls failed; it matches payrecon.ErrUnavailable.
+type SystemicFailureError struct {
+	Failed, Calls int
+	Last          error
+}
+
+func (e *SystemicFailureError) Error() string {
+	return fmt.Sprintf("stripe outage: %d of %d calls in the batch failed (last: %v); batch discarded, cursor not advanced",
+		e.Failed, e.Calls, e.Last)
+}
+
+// Is makes errors.Is(err, payrecon.ErrUnavailable) true.
+func (e *SystemicFailureError) Is(target error) bool { return target == payrecon.ErrUnavailable }
+
+// Unwrap returns the last call's error.
+func (e *SystemicFailureError) Unwrap() error { return e.Last }
+
+// RunBatch checks the next batch of the job: cursor rows plus due rechecks.
+// When the cursor is at the end of the table it wraps instead (a completed
+// cycle) and returns with Wrapped set.
+func (s *Sweeper) RunBatch(ctx context.Context) (BatchReport, error) {
+	return s.runBatch(ctx, false)
+}
+
+func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport, error) {
+	start := time.Now()
+	rep := BatchReport{Counts: map[payrecon.Verdict]int{}}
+	now := s.Clock.Now()
+	limit := s.cfg.Batch
+	if rechecksOnly {
+		limit = 0
+	}
+	cur, rows, rechecks, err := s.store.ReadBatch(ctx, s.cfg.Job, limit, s.cfg.RecheckBatch, now)
+	if err != nil {
+		return rep, err
+	}
+	rep.Cursor = cur.LastID
+	if len(rows) == 0 && !rechecksOnly {
+		if err := s.store.Wrap(ctx, s.cfg.Job, cur.LastID, now); err != nil {
+			return rep, err
+		}
+		rep.Wrapped, rep.Cursor = true, 0
+		return rep, nil
+	}
+	seen := make(map[int64]bool, len(rows))
+	for _, r := range rows {
+		seen[r.ID] = true
+	}
+	all := rows
+	for _, r := range rechecks {
+		if !seen[r.ID] {
+			all = append(all, r)
+		}
+	}
+	rep.Scanned, rep.Rechecked = len(rows), len(all)-len(rows)
+	if len(all) == 0 {
+		return rep, nil
+	}
+
+	checks, calls, err := s.check(ctx, all, now)
+	rep.StripeCalls = calls
+	if err != nil {
+		return rep, err
+	}
+	if err := s.systemic(checks); err != nil {
+		return rep, err
+	}
+
+	commit := payrecon.BatchCommit{
+		Job:     s.cfg.Job,
+		From:    cur.LastID,
+		Advance: len(rows) > 0,
+		Checks:  checks,
+		Grace:   s.cfg.Grace,
+		Now:     s.Clock.Now(),
+		Busy:    time.Since(start),
+	}
+	if len(rows) > 0 {
+		commit.To = rows[len(rows)-1].ID
+	}
+	res, err := s.store.CommitBatch(ctx, commit)
+	if err != nil {
+		return rep, err
+	}
+	stale := make(map[int64]bool, len(res.Stale))
+	for _, id := range res.Stale {
+		stale[id] = true
+	}
+	for _, c := range checks {
+		v := c.Decision.Verdict
+		if stale[c.Row.ID] {
+			v = payrecon.InFlight
+		}
+		rep.Counts[v]++
+	}
+	rep.Verified, rep.NewFindings, rep.Resolved, rep.Commands = res.Verified, res.NewFindings, res.Resolved, len(res.Commands)
+	if commit.Advance {
+		rep.Cursor = commit.To
+	}
+	if s.Observer != nil {
+		s.Observer.BatchDone(s.cfg.Job, rep, time.Since(start))
+	}
+	return rep, nil
+}
+
+// systemic reports an outage: most of the Stripe calls for the batch's
+// cursor rows failed. Rows from the recheck queue do not count: they failed
+// before, so their failing again says nothing about Stripe as a whole.
+func (s *Sweeper) systemic(checks []payrecon.Check) error {
+	calls, failed := 0, 0
+	var last error
+	for _, c := range checks {
+		if c.Row.FromRecheck {
+			continue
+		}
+		switch {
+		case c.Decision.Verdict == payrecon.Unverifiable:
+			calls++
+			failed++
+			last = errors.New(c.Err)
+		case c.Read():
+			calls++
+		}
+	}
+	if failed == 0 || calls < min(s.cfg.SystemicMinCalls, s.cfg.Batch) {
+		return nil
+	}
+	if float64(failed)/float64(calls) > s.cfg.SystemicFailureRatio {
+		return &SystemicFailureError{Failed: failed, Calls: calls, Last: last}
+	}
+	return nil
+}
+
+// check classifies every row, calling Stripe concurrently for the rows
+// outside the grace window. A configuration error cancels the other calls
+// and is returned; so is the caller's context error.
+func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now time.Time) ([]payrecon.Check, int, error) {
+	checks := make([]payrecon.Check, len(rows))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.cfg.Concurrency)
+	calls := 0
+	for i, row := range rows {
+		checks[i].Row = row
+		if s.cfg.Grace > 0 && row.UpdatedAt.After(now.Add(-s.cfg.Grace)) {
+			checks[i].Decision = payrecon.Decision{Verdict: payrecon.InFlight,
+				Reason: "changed locally within the grace window; a webhook is probably on its way"}
+			checks[i].RecheckAt = row.UpdatedAt.Add(s.cfg.Grace)
+			continue
+		}
+		calls++
+		g.Go(func() error {
+			return s.checkOne(gctx, &checks[i], now)
+		})
+	}
+	if err := g.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return nil, calls, ctx.Err()
+		}
+		return nil, calls, err
+	}
+	return checks, calls, nil
+}
+
+func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time) error {
+	if s.Limiter != nil {
+		if err := s.Limiter.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	intent, err := s.gateway.RetrieveIntent(ctx, c.Row.IntentID)
+	switch {
+	case err == nil:
+		s.limiterSuccess()
+		c.Observed = intent.Status
+		if c.Observed == "" { // a malformed answer is not an observation
+			s.unverifiable(c, now, errors.New("stripe returned a PaymentIntent without a status"))
+			return nil
+		}
+	case errors.Is(err, payrecon.ErrNotFound):
+		s.limiterSuccess()
+		c.Observed = payrecon.NotFound
+	case errors.Is(err, payrecon.ErrConfig):
+		return fmt.Errorf("check payment %d (%s): %w", c.Row.ID, c.Row.IntentID, err)
+	case ctx.Err() != nil:
+		return ctx.Err()
+	default:
+		var ue *payrecon.UnavailableError
+		if errors.As(err, &ue) && ue.RateLimited && s.Limiter != nil {
+			s.Limiter.OnRateLimited(ue.RetryAfter)
+		}
+		s.unverifiable(c, now, err)
+		return nil
+	}
+	c.Decision = payrecon.Classify(c.Row.Status, c.Observed)
+	return nil
+}
+
+func (s *Sweeper) limiterSuccess() {
+	if s.Limiter != nil {
+		s.Limiter.OnSuccess()
+	}
+}
+
+func (s *Sweeper) unverifiable(c *payrecon.Check, now time.Time, err error) {
+	c.Observed = ""
+	c.Err = err.Error()
+	c.Decision = payrecon.Decision{Verdict: payrecon.Unverifiable, Reason: "Stripe could not be asked: " + c.Err}
+	backoff := s.cfg.RecheckBackoff
+	for i := 0; i < c.Row.Rechecks && backoff < s.cfg.RecheckBackoffMax; i++ {
+		backoff *= 2
+	}
+	c.RecheckAt = now.Add(min(backoff, s.cfg.RecheckBackoffMax))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
