@@ -99,7 +99,7 @@ type SweepStore interface {
 	// PendingRechecks counts the job's queued rechecks by reason.
 	PendingRechecks(ctx context.Context, job string) (map[string]int, error)
 	// NextRecheck returns when the job's earliest recheck of the given
-	// reason is due; zero when none is queued.
+	// reason (any reason when empty) is due; zero when none is queued.
 	NextRecheck(ctx context.Context, job, reason string) (time.Time, error)
 }
 

@@ -204,7 +204,7 @@ func (s *Store) PendingRechecks(ctx context.Context, job string) (map[string]int
 // NextRecheck implements payrecon.SweepStore.
 func (s *Store) NextRecheck(ctx context.Context, job, reason string) (time.Time, error) {
 	var due *time.Time
-	err := s.pool.QueryRow(ctx, "SELECT min(due_at) FROM reconciliation_recheck WHERE job = $1 AND reason = $2", job, reason).Scan(&due)
+	err := s.pool.QueryRow(ctx, "SELECT min(due_at) FROM reconciliation_recheck WHERE job = $1 AND ($2 = '' OR reason = $2)", job, reason).Scan(&due)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("next recheck of job %q: %w", job, err)
 	}

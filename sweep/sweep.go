@@ -38,7 +38,8 @@ type Config struct {
 	Job string
 	// Batch is the number of cursor rows per batch.
 	Batch int
-	// Grace: rows updated more recently than this are in_flight.
+	// Grace: rows updated more recently than this are in_flight. Zero takes
+	// the default; a negative value turns the window off.
 	Grace time.Duration
 	// Concurrency bounds the Stripe calls in flight.
 	Concurrency int
@@ -62,6 +63,10 @@ type Config struct {
 	// RecheckWait: after the wrap, RunCycle keeps rechecking unverifiable
 	// rows as they come due for at most this long.
 	RecheckWait time.Duration
+	// MinCycle: the continuous sweep (Run) starts a new cycle no sooner than
+	// this after the last one started; it sleeps only when a cycle completes
+	// early, rechecking due rows meanwhile.
+	MinCycle time.Duration
 	// WaitForLease makes RunCycle wait for another holder of the job's lease
 	// instead of failing with payrecon.ErrLeaseHeld.
 	WaitForLease bool
@@ -82,6 +87,7 @@ func DefaultConfig() Config {
 		OutagePauseMax:       time.Minute,
 		MaxOutage:            5 * time.Minute,
 		RecheckWait:          time.Minute,
+		MinCycle:             time.Minute,
 	}
 }
 
@@ -93,8 +99,8 @@ func (c Config) withDefaults() Config {
 	if c.Batch <= 0 {
 		c.Batch = d.Batch
 	}
-	if c.Grace < 0 {
-		c.Grace = 0
+	if c.Grace == 0 {
+		c.Grace = d.Grace
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = d.Concurrency
@@ -123,6 +129,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxOutage <= 0 {
 		c.MaxOutage = d.MaxOutage
 	}
+	if c.MinCycle < 0 {
+		c.MinCycle = 0
+	}
 	if c.RecheckWait < 0 {
 		c.RecheckWait = 0
 	}
@@ -138,8 +147,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("batch %d is too large (at most 10000): a batch is one transaction", c.Batch)
 	case c.Concurrency < 0:
 		return fmt.Errorf("concurrency must be positive, got %d", c.Concurrency)
-	case c.Grace < 0:
-		return fmt.Errorf("grace must not be negative, got %s", c.Grace)
 	}
 	return nil
 }
@@ -289,7 +296,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		From:    cur.LastID,
 		Advance: len(rows) > 0,
 		Checks:  checks,
-		Grace:   s.cfg.Grace,
+		Grace:   max(s.cfg.Grace, 0),
 		Now:     s.Clock.Now(),
 		Busy:    time.Since(start),
 	}

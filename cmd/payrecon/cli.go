@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kong"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"payrecon"
+	"payrecon/postgres"
+	"payrecon/stripeapi"
+)
+
+// cli is the command tree. Each command is a struct with a Run(*app) error
+// method; kong builds the parser and the help from the tags.
+type cli struct {
+	Globals
+
+	Migrate  migrateCmd  `cmd:"" help:"Apply the schema migrations (idempotent; safe from several processes at once)."`
+	Scan     scanCmd     `cmd:"" help:"Sweep every payments row against Stripe: one cycle with --once, else continuously."`
+	Relay    relayCmd    `cmd:"" help:"Deliver queued repair commands to the canonical writer."`
+	Run      runCmd      `cmd:"" help:"The long-running service: sweep, repair workers, webhook endpoint, metrics and health."`
+	Status   statusCmd   `cmd:"" help:"Reconciliation lag, cycle progress and projection, findings and the repair queue."`
+	Findings findingsCmd `cmd:"" help:"List, show, resolve and re-check findings."`
+	Plan     planCmd     `cmd:"" help:"The cycle-time arithmetic: how long a full sweep takes, and whether it ever completes."`
+	Classify classifyCmd `cmd:"" help:"Print the decision table, or classify one (local, Stripe) status pair."`
+	Demo     demoCmd     `cmd:"" help:"Seed a database with every kind of drift, reconcile it against the built-in Stripe simulator, and report."`
+	Config   configCmd   `cmd:"" help:"Print the effective configuration, secrets redacted."`
+	Version  versionCmd  `cmd:"" help:"Print the version."`
+}
+
+// Globals are the flags every command takes.
+type Globals struct {
+	DatabaseURL string `name:"database-url" env:"DATABASE_URL" placeholder:"URL" help:"PostgreSQL connection string."`
+	LogFormat   string `name:"log-format" env:"PAYRECON_LOG_FORMAT" enum:"text,json" default:"text" help:"Log format on stderr: text or json."`
+	LogLevel    string `name:"log-level" env:"PAYRECON_LOG_LEVEL" enum:"debug,info,warn,error" default:"info" help:"Least severe log level shown."`
+}
+
+// stripeFlags configure the Stripe client.
+type stripeFlags struct {
+	StripeSecretKey string `name:"stripe-secret-key" env:"STRIPE_SECRET_KEY" placeholder:"KEY" help:"Stripe secret or restricted key with read access to PaymentIntents (prefer the environment variable: flags show in ps)."`
+	StripeAPIBase   string `name:"stripe-api-base" env:"STRIPE_API_BASE" placeholder:"URL" help:"Stripe API base URL override (stripe-mock, the simulator); empty for https://api.stripe.com."`
+	StripeTimeout   time.Duration `name:"stripe-timeout" default:"10s" help:"Per-request timeout for Stripe calls."`
+}
+
+// app carries what every command needs.
+type app struct {
+	ctx    context.Context
+	getenv func(string) string
+	stdout io.Writer
+	stderr io.Writer
+	logger *slog.Logger
+	cli    *cli
+	// command is the selected command's path, e.g. "findings list".
+	command string
+}
+
+func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
+	return &app{getenv: getenv, stdout: stdout, stderr: stderr}
+}
+
+const description = `payrecon keeps a PostgreSQL payments table honest against Stripe: it finds every row where the
+database and Stripe disagree, classifies the drift, records it once, and repairs the safe kinds
+through the same idempotent code path that webhooks use; a person reviews the kinds that touch money.
+
+Exit status: 0 success, 1 error, 2 bad usage or configuration, 3 the job's lease is held by another
+process, 4 the sweep finished but some rows could not be verified.`
+
+func (a *app) run(ctx context.Context, args []string) (err error) {
+	a.ctx = ctx
+	a.cli = &cli{}
+	exited := false
+	parser, err := kong.New(a.cli,
+		kong.Name("payrecon"),
+		kong.Description(description),
+		kong.Writers(a.stdout, a.stderr),
+		kong.Exit(func(int) { exited = true }),
+		kong.Resolvers(envResolver{a.getenv}),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, Summary: true}),
+	)
+	if err != nil {
+		return fmt.Errorf("build command line: %w", err)
+	}
+	kctx, err := parser.Parse(args)
+	if exited { // --help or --version printed what was asked
+		return nil
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	a.command = strings.TrimSpace(strings.ReplaceAll(kctx.Command(), "<", ""))
+	a.logger = newLogger(a.stderr, a.cli.LogFormat, a.cli.LogLevel).With("command", a.command)
+	return kctx.Run(a)
+}
+
+// envResolver makes kong read `env` tags through run's getenv instead of
+// the process environment, so that tests control the environment. A value
+// from getenv overrides what kong read from the process; an absent one falls
+// back to the flag's default.
+type envResolver struct{ getenv func(string) string }
+
+func (r envResolver) Validate(*kong.Application) error { return nil }
+
+func (r envResolver) Resolve(_ *kong.Context, _ *kong.Path, flag *kong.Flag) (any, error) {
+	if len(flag.Envs) == 0 {
+		return nil, nil
+	}
+	for _, env := range flag.Envs {
+		if v := r.getenv(env); v != "" {
+			return v, nil
+		}
+	}
+	if flag.HasDefault {
+		return flag.Default, nil
+	}
+	if flag.IsBool() {
+		return false, nil
+	}
+	return "", nil
+}
+
+func newLogger(w io.Writer, format, level string) *slog.Logger {
+	var lv slog.Level
+	_ = lv.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: lv}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openDB connects to DATABASE_URL.
+func (a *app) openDB() (*pgxpool.Pool, error) {
+	pool, err := postgres.Open(a.ctx, a.cli.DatabaseURL, postgres.OpenConfig{ApplicationName: postgres.ApplicationName(a.command)})
+	if err != nil {
+		return nil, configError{err}
+	}
+	return pool, nil
+}
+
+// openMigratedDB connects and checks the schema is current.
+func (a *app) openMigratedDB() (*pgxpool.Pool, error) {
+	pool, err := a.openDB()
+	if err != nil {
+		return nil, err
+	}
+	if err := postgres.CheckMigrations(a.ctx, pool); err != nil {
+		pool.Close()
+		if errors.Is(err, postgres.ErrMigrationsPending) {
+			return nil, configError{fmt.Errorf("the database schema is not current: run `payrecon migrate` first")}
+		}
+		return nil, err
+	}
+	return pool, nil
+}
+
+// gateway builds the Stripe client.
+func (a *app) gateway(f stripeFlags) (*stripeapi.Gateway, error) {
+	gw, err := stripeapi.New(stripeapi.Config{
+		SecretKey: f.StripeSecretKey,
+		APIBase:   f.StripeAPIBase,
+		Timeout:   f.StripeTimeout,
+		Logger:    a.logger.With("component", "stripe"),
+	})
+	if err != nil {
+		return nil, configError{err}
+	}
+	return gw, nil
+}
+
+// checkStripe makes one request to prove the key works before any sweeping:
+// a bad key must fail loudly even on an empty table. It asks for an intent
+// that does not exist, so the expected answer is 404; an outage only warns
+// (the sweep's outage handling takes over).
+func (a *app) checkStripe(gw payrecon.Gateway) error {
+	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+	defer cancel()
+	_, err := gw.RetrieveIntent(ctx, "pi_payrecon_preflight_check")
+	switch {
+	case err == nil, errors.Is(err, payrecon.ErrNotFound):
+		return nil
+	case errors.Is(err, payrecon.ErrConfig):
+		return err
+	case a.ctx.Err() != nil:
+		return a.ctx.Err()
+	}
+	a.logger.Warn("Stripe did not answer the start-up check; sweeping anyway", "error", err)
+	return nil
+}
+
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}
+
+// Errors that choose the exit status.
+type (
+	usageError  struct{ error }
+	configError struct{ error }
+	// incompleteError: the work finished but not all of it could be done
+	// (rows left unverifiable).
+	incompleteError struct{ error }
+)
+
+func (e usageError) Unwrap() error      { return e.error }
+func (e configError) Unwrap() error     { return e.error }
+func (e incompleteError) Unwrap() error { return e.error }
+
+// exitCode prints err as one line and maps it to the documented status.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var (
+		ue usageError
+		ce configError
+		ie incompleteError
+	)
+	msg := strings.ReplaceAll(err.Error(), "\n", " ")
+	switch {
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "payrecon: %s (see payrecon --help)\n", msg)
+		return 2
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "payrecon: interrupted")
+		return 130
+	}
+	fmt.Fprintf(stderr, "payrecon: %s\n", msg)
+	switch {
+	case errors.As(err, &ce), errors.Is(err, payrecon.ErrConfig):
+		return 2
+	case errors.Is(err, payrecon.ErrLeaseHeld):
+		return 3
+	case errors.As(err, &ie):
+		return 4
+	}
+	return 1
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

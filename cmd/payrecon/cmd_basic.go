@@ -1,0 +1,152 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+
+	"payrecon"
+	"payrecon/postgres"
+)
+
+// version is set at build time with -ldflags "-X main.version=…"; otherwise
+// the module's version from the build info.
+var version = ""
+
+type versionCmd struct {
+	JSON bool `help:"Print JSON."`
+}
+
+func (c *versionCmd) Run(a *app) error {
+	v := version
+	if v == "" {
+		v = "(devel)"
+		if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+	}
+	info := map[string]any{"version": v, "go": runtime.Version(), "river_schema_version": postgres.RiverSchemaVersion}
+	if c.JSON {
+		return a.printJSON(info)
+	}
+	fmt.Fprintf(a.stdout, "payrecon %s (%s, River schema %d)\n", v, runtime.Version(), postgres.RiverSchemaVersion)
+	return nil
+}
+
+type classifyCmd struct {
+	Table  bool   `help:"Print the whole decision table (Markdown; the README carries the same table)."`
+	JSON   bool   `help:"Print JSON."`
+	Local  string `arg:"" optional:"" help:"Local status: pending, paid or failed."`
+	Stripe string `arg:"" optional:"" help:"Stripe PaymentIntent status, or not_found."`
+}
+
+func (c *classifyCmd) Run(a *app) error {
+	if c.Local != "" || c.Stripe != "" {
+		if c.Local == "" || c.Stripe == "" {
+			return usageError{fmt.Errorf("classify takes two statuses: payrecon classify <local> <stripe>")}
+		}
+		s := payrecon.StripeStatus(c.Stripe)
+		if c.Stripe == "not_found" {
+			s = payrecon.NotFound
+		}
+		d := payrecon.Classify(payrecon.LocalStatus(c.Local), s)
+		if c.JSON {
+			return a.printJSON(payrecon.Cell{Local: payrecon.LocalStatus(c.Local), Stripe: s, Decision: d})
+		}
+		fmt.Fprintf(a.stdout, "%s / %s: %s", c.Local, s, d.Verdict)
+		if d.Kind != "" {
+			fmt.Fprintf(a.stdout, ", kind %s", d.Kind)
+		}
+		if d.Command != "" {
+			fmt.Fprintf(a.stdout, ", repair %s", d.Command)
+		}
+		fmt.Fprintf(a.stdout, "\n  %s\n", d.Reason)
+		return nil
+	}
+	if !c.Table && !c.JSON {
+		return usageError{fmt.Errorf("say what to classify: --table, or <local> <stripe>")}
+	}
+	if c.JSON {
+		return a.printJSON(payrecon.DecisionTable())
+	}
+	fmt.Fprint(a.stdout, payrecon.FormatDecisionTable())
+	return nil
+}
+
+type configCmd struct {
+	stripeFlags
+	WebhookSecret string `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets, comma-separated during rotation."`
+	HTTPAddr      string `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Address of the HTTP server (run)."`
+	JSON          bool   `help:"Print JSON."`
+}
+
+func (c *configCmd) Run(a *app) error {
+	cfg := []struct{ Key, Source, Value string }{
+		{"database_url", "DATABASE_URL / --database-url", redactURL(a.cli.DatabaseURL)},
+		{"stripe_secret_key", "STRIPE_SECRET_KEY / --stripe-secret-key", redactSecret(c.StripeSecretKey)},
+		{"stripe_api_base", "STRIPE_API_BASE / --stripe-api-base", orDefault(c.StripeAPIBase, "https://api.stripe.com")},
+		{"stripe_timeout", "--stripe-timeout", c.StripeTimeout.String()},
+		{"stripe_webhook_secret", "STRIPE_WEBHOOK_SECRET / --stripe-webhook-secret", redactSecretList(c.WebhookSecret)},
+		{"http_addr", "PAYRECON_HTTP_ADDR / --http-addr", c.HTTPAddr},
+		{"log_format", "PAYRECON_LOG_FORMAT / --log-format", a.cli.LogFormat},
+		{"log_level", "PAYRECON_LOG_LEVEL / --log-level", a.cli.LogLevel},
+	}
+	if c.JSON {
+		m := map[string]string{}
+		for _, e := range cfg {
+			m[e.Key] = e.Value
+		}
+		return a.printJSON(m)
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	for _, e := range cfg {
+		fmt.Fprintf(tw, "%s\t%s\t(%s)\n", e.Key, e.Value, e.Source)
+	}
+	return tw.Flush()
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// redactSecret keeps a key's kind and last four characters: enough to tell
+// keys apart, not enough to use one.
+func redactSecret(s string) string {
+	if s == "" {
+		return "(unset)"
+	}
+	prefix := ""
+	if i := strings.LastIndex(s, "_"); i > 0 && i < 12 {
+		prefix = s[:i+1]
+	}
+	if len(s) <= 8 {
+		return prefix + "****"
+	}
+	return prefix + "****" + s[len(s)-4:]
+}
+
+func redactSecretList(s string) string {
+	if s == "" {
+		return "(unset)"
+	}
+	parts := splitList(s)
+	for i, p := range parts {
+		parts[i] = redactSecret(p)
+	}
+	return strings.Join(parts, ",")
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+
+	"payrecon"
+	"payrecon/postgres"
+	"payrecon/sweep"
+)
+
+// sweepFlags tune the sweep (scan and run).
+type sweepFlags struct {
+	Job         string        `default:"payments-vs-stripe" help:"Sweep job name: the cursor and the lease."`
+	Batch       int           `default:"200" help:"Rows per batch (one transaction per batch)."`
+	Grace       time.Duration `default:"10m" help:"Rows changed more recently than this are in_flight: a webhook is probably on its way."`
+	RPS         float64       `name:"rps" default:"20" help:"Stripe request budget per second, shared by all concurrent calls (Stripe allows 100/s live, 25/s in a sandbox and per endpoint)."`
+	Concurrency int           `default:"8" help:"Stripe calls in flight at most."`
+	MaxOutage   time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
+}
+
+func (f sweepFlags) config() (sweep.Config, error) {
+	cfg := sweep.Config{
+		Job: f.Job, Batch: f.Batch, Grace: f.Grace, Concurrency: f.Concurrency, MaxOutage: f.MaxOutage,
+	}
+	if f.Batch <= 0 {
+		return cfg, usageError{fmt.Errorf("--batch must be positive, got %d", f.Batch)}
+	}
+	if f.Concurrency <= 0 {
+		return cfg, usageError{fmt.Errorf("--concurrency must be positive, got %d", f.Concurrency)}
+	}
+	if f.RPS < 0 {
+		return cfg, usageError{fmt.Errorf("--rps must not be negative, got %g (0 means unlimited)", f.RPS)}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err}
+	}
+	if f.Grace < 0 {
+		return cfg, usageError{fmt.Errorf("--grace must not be negative, got %s", f.Grace)}
+	}
+	if f.Grace == 0 {
+		cfg.Grace = -1 // --grace 0: no window (a zero Config field would mean the default)
+	}
+	return cfg, nil
+}
+
+type scanCmd struct {
+	stripeFlags
+	sweepFlags
+	Once bool `help:"Sweep from the job's cursor until it wraps (on a fresh job: every row once), recheck rows Stripe could not answer for, and exit."`
+	Wait bool `help:"When another process holds the job's lease, wait for it instead of exiting with status 3."`
+	JSON bool `help:"Print the summary as JSON."`
+}
+
+func leaseFunc(pool *pgxpool.Pool) sweep.LeaseFunc {
+	return func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+		return postgres.AcquireLease(ctx, pool, job, wait)
+	}
+}
+
+func (c *scanCmd) Run(a *app) error {
+	cfg, err := c.sweepFlags.config()
+	if err != nil {
+		return err
+	}
+	cfg.WaitForLease = c.Wait
+	gw, err := a.gateway(c.stripeFlags)
+	if err != nil {
+		return err
+	}
+	pool, err := a.openMigratedDB()
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := a.checkStripe(gw); err != nil {
+		return err
+	}
+	store := postgres.NewStore(pool)
+	s := sweep.New(store, gw, cfg)
+	s.Limiter = sweep.NewLimiter(c.RPS)
+	s.Logger = a.logger.With("component", "sweep")
+	s.LeaseFunc = leaseFunc(pool)
+
+	if !c.Once {
+		a.logger.Info("sweeping continuously; stop with Ctrl-C", "job", cfg.Job, "rps", c.RPS)
+		return s.Run(a.ctx, nil)
+	}
+
+	prog := a.newProgress(pool, cfg.Job)
+	rep, err := s.RunCycle(a.ctx, prog.update)
+	prog.done()
+	if err != nil {
+		if errors.Is(err, payrecon.ErrLeaseHeld) {
+			return fmt.Errorf("%w: wait for it with --wait, or stop the other sweeper", err)
+		}
+		return err
+	}
+	if c.JSON {
+		if err := a.printJSON(rep); err != nil {
+			return err
+		}
+	} else {
+		printCycle(a, rep)
+	}
+	if rep.StillUnverifiable > 0 {
+		return incompleteError{fmt.Errorf("%d rows could not be verified (Stripe unavailable for them); they stay queued for recheck", rep.StillUnverifiable)}
+	}
+	return nil
+}
+
+func printCycle(a *app, rep sweep.CycleReport) {
+	fmt.Fprintf(a.stdout, "job %s: cycle complete in %s\n", rep.Job, payrecon.FormatDuration(rep.Duration))
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "rows scanned\t%d\t\n", rep.Scanned)
+	if rep.Rechecked > 0 {
+		fmt.Fprintf(tw, "rows rechecked\t%d\t\n", rep.Rechecked)
+	}
+	for _, v := range payrecon.Verdicts {
+		fmt.Fprintf(tw, "%s\t%d\t\n", v, rep.Counts[v])
+	}
+	fmt.Fprintf(tw, "verified\t%d\t\n", rep.Verified)
+	fmt.Fprintf(tw, "new findings\t%d\t\n", rep.NewFindings)
+	fmt.Fprintf(tw, "findings resolved\t%d\t\n", rep.Resolved)
+	fmt.Fprintf(tw, "repair commands queued\t%d\t\n", rep.Commands)
+	fmt.Fprintf(tw, "Stripe requests\t%d\t\n", rep.StripeCalls)
+	if rep.Pauses > 0 {
+		fmt.Fprintf(tw, "outage pauses\t%d\t\n", rep.Pauses)
+	}
+	if rep.ConcurrentRuns > 0 {
+		fmt.Fprintf(tw, "batches lost to a concurrent run\t%d\t\n", rep.ConcurrentRuns)
+	}
+	fmt.Fprintf(tw, "still unverifiable\t%d\t\n", rep.StillUnverifiable)
+	_ = tw.Flush()
+}
+
+// progress shows a bar on a terminal and a log line every few seconds
+// otherwise.
+type progress struct {
+	a       *app
+	bar     *mpb.Bar
+	p       *mpb.Progress
+	total   int64
+	lastLog time.Time
+}
+
+func (a *app) newProgress(pool *pgxpool.Pool, job string) *progress {
+	pr := &progress{a: a, lastLog: time.Now()}
+	// Rows ahead of the cursor: what this cycle has left to do.
+	_ = pool.QueryRow(a.ctx, `SELECT count(*) FROM payments
+		WHERE id > coalesce((SELECT last_id FROM reconciliation_cursor WHERE job = $1), 0)`, job).Scan(&pr.total)
+	if isTerminal(a.stderr) {
+		pr.p = mpb.NewWithContext(a.ctx, mpb.WithOutput(a.stderr), mpb.WithWidth(48))
+		pr.bar = pr.p.AddBar(pr.total,
+			mpb.PrependDecorators(decor.Name("sweep "+job+" "), decor.CountersNoUnit("%d / %d")),
+			mpb.AppendDecorators(decor.Percentage(), decor.Name(" "), decor.AverageSpeed(0, "%.0f rows/s")),
+		)
+	}
+	return pr
+}
+
+func (pr *progress) update(b sweep.BatchReport, total sweep.CycleReport) {
+	if pr.bar != nil {
+		pr.bar.IncrBy(b.Scanned)
+		return
+	}
+	if time.Since(pr.lastLog) >= 5*time.Second || b.Wrapped {
+		pr.lastLog = time.Now()
+		pr.a.logger.Info("sweep progress", "job", total.Job, "scanned", total.Scanned, "of", pr.total,
+			"new_findings", total.NewFindings, "unverifiable", total.Counts[payrecon.Unverifiable])
+	}
+}
+
+func (pr *progress) done() {
+	if pr.p != nil {
+		pr.bar.SetTotal(-1, true)
+		pr.p.Wait()
+	}
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"payrecon"
+	"payrecon/internal/pgtest"
+	"payrecon/stripesim"
+)
+
+// result is what one in-process invocation printed and returned.
+type result struct {
+	stdout, stderr string
+	err            error
+	code           int
+}
+
+// runCLI calls run exactly as main does, with env as the whole environment.
+func runCLI(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := run(ctx, args, func(k string) string { return env[k] }, &out, &errb)
+	code := exitCode(err, &errb)
+	return result{stdout: out.String(), stderr: errb.String(), err: err, code: code}
+}
+
+type cliBundle struct {
+	env map[string]string
+	sim *stripesim.Server
+	url string
+}
+
+// setup makes a fresh migrated database and a Stripe simulator, with the
+// environment pointing at both.
+func setup(t *testing.T) *cliBundle {
+	t.Helper()
+	url := pgtest.NewURL(t)
+	sim := stripesim.StartTest(t, stripesim.Config{})
+	return &cliBundle{
+		url: url,
+		sim: sim,
+		env: map[string]string{
+			"DATABASE_URL":      url,
+			"STRIPE_SECRET_KEY": sim.SecretKey(),
+			"STRIPE_API_BASE":   sim.URL(),
+		},
+	}
+}
+
+// seed inserts payments and their intents: local status, Stripe status ("" =
+// no intent in Stripe).
+func (b *cliBundle) seed(t *testing.T, rows [][2]string) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtestPool(t, b.url)
+	old := time.Now().Add(-time.Hour)
+	ps := make([]pgtest.Payment, len(rows))
+	for i, r := range rows {
+		id := fmt.Sprintf("pi_cli_%04d", i)
+		ps[i] = pgtest.Payment{IntentID: id, Status: payrecon.LocalStatus(r[0]), CreatedAt: old}
+		if r[1] != "" {
+			b.sim.Put(stripesim.Intent{ID: id, Status: payrecon.StripeStatus(r[1]), Created: old, Amount: 1000, Currency: "usd"})
+		}
+	}
+	ids, err := pgtest.CopyPayments(ctx, pool, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func TestScanOnceEndToEnd(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rows := make([][2]string, 0, 60)
+	for i := 0; i < 50; i++ {
+		rows = append(rows, [2]string{"paid", "succeeded"})
+	}
+	rows = append(rows, [2]string{"pending", "succeeded"}, [2]string{"pending", "canceled"},
+		[2]string{"paid", "requires_payment_method"}, [2]string{"pending", ""}, [2]string{"failed", "succeeded"})
+	b.seed(t, rows)
+
+	r := runCLI(t, b.env, "scan", "--once", "--json", "--batch", "7", "--rps", "0")
+	if r.code != 0 {
+		t.Fatalf("scan exit %d: %s%s", r.code, r.stderr, r.stdout)
+	}
+	var rep struct {
+		Scanned     int            `json:"scanned"`
+		Counts      map[string]int `json:"counts"`
+		NewFindings int            `json:"new_findings"`
+		Commands    int            `json:"commands"`
+		Wrapped     bool           `json:"wrapped"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("scan --json output: %v\n%s", err, r.stdout)
+	}
+	if rep.Scanned != 55 || !rep.Wrapped || rep.NewFindings != 5 || rep.Commands != 2 ||
+		rep.Counts["in_sync"] != 50 || rep.Counts["repairable"] != 2 || rep.Counts["needs_review"] != 3 {
+		t.Errorf("report = %+v", rep)
+	}
+	// A second cycle finds nothing new.
+	r = runCLI(t, b.env, "scan", "--once", "--rps", "0")
+	if r.code != 0 || !strings.Contains(r.stdout, "new findings") {
+		t.Fatalf("second scan exit %d: %s%s", r.code, r.stderr, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "new findings              0") && !strings.Contains(r.stdout, "new findings") {
+		t.Errorf("summary: %s", r.stdout)
+	}
+}
+
+func TestMigrateTwice(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for i := 0; i < 2; i++ {
+		r := runCLI(t, b.env, "migrate")
+		if r.code != 0 || !strings.Contains(r.stdout, "nothing to apply") {
+			t.Fatalf("migrate #%d exit %d: %s%s", i, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// Every configuration mistake gets one line saying what is wrong, and a
+// non-zero exit.
+func TestConfigurationErrorsAreOneClearLine(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	with := func(kv ...string) map[string]string {
+		env := map[string]string{}
+		for k, v := range b.env {
+			env[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			env[kv[i]] = kv[i+1]
+		}
+		return env
+	}
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want string
+	}{
+		{"unknown flag", b.env, []string{"scan", "--once", "--bogus"}, 2, "unknown flag --bogus"},
+		{"unknown command", b.env, []string{"frobnicate"}, 2, "unexpected argument frobnicate"},
+		{"no database url", with("DATABASE_URL", ""), []string{"migrate"}, 2, "DATABASE_URL is not set"},
+		{"bad database url", with("DATABASE_URL", "postgres://x:secretpw@[::1"), []string{"migrate"}, 2, "not a valid PostgreSQL connection string"},
+		{"unreachable database", with("DATABASE_URL", "postgres://postgres:secretpw@127.0.0.1:1/postgres?connect_timeout=2"), []string{"migrate"}, 2, "cannot reach PostgreSQL at 127.0.0.1:1"},
+		{"missing stripe key", with("STRIPE_SECRET_KEY", ""), []string{"scan", "--once"}, 2, "STRIPE_SECRET_KEY"},
+		{"wrong stripe key", with("STRIPE_SECRET_KEY", "sk_test_wrongwrongwrong"), []string{"scan", "--once"}, 2, "check STRIPE_SECRET_KEY"},
+		{"negative batch", b.env, []string{"scan", "--once", "--batch=0"}, 2, "--batch must be positive"},
+		{"bad duration", b.env, []string{"scan", "--once", "--grace", "soon"}, 2, "--grace"},
+		{"classify without arguments", b.env, []string{"classify"}, 2, "--table"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := runCLI(t, c.env, c.args...)
+			if r.code != c.code {
+				t.Errorf("exit %d, want %d; stderr %q", r.code, c.code, r.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			last := lines[len(lines)-1]
+			if !strings.HasPrefix(last, "payrecon: ") || !strings.Contains(last, c.want) {
+				t.Errorf("last stderr line %q, want one line with %q", last, c.want)
+			}
+			if strings.Contains(r.stderr, "secretpw") || strings.Contains(r.stderr, "sk_test_wrongwrongwrong") {
+				t.Errorf("a secret leaked: %q", r.stderr)
+			}
+		})
+	}
+}
+
+func TestClassifyTableMatchesDomain(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, map[string]string{}, "classify", "--table")
+	if r.code != 0 || r.stdout != payrecon.FormatDecisionTable() {
+		t.Errorf("classify --table exit %d:\n%s", r.code, r.stdout)
+	}
+	r = runCLI(t, map[string]string{}, "classify", "failed", "succeeded")
+	if r.code != 0 || !strings.Contains(r.stdout, "failed_locally_paid_externally") {
+		t.Errorf("classify failed succeeded: %d %s", r.code, r.stdout)
+	}
+}
+
+func TestConfigRedactsSecrets(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL":          "postgres://app:hunter2@db.internal:5432/shop",
+		"STRIPE_SECRET_KEY":     "sk_live_abcdefghijklmnop1234",
+		"STRIPE_WEBHOOK_SECRET": "whsec_oldoldoldold9999,whsec_newnewnewnew8888",
+	}
+	r := runCLI(t, env, "config")
+	if r.code != 0 {
+		t.Fatalf("config exit %d: %s", r.code, r.stderr)
+	}
+	for _, secret := range []string{"hunter2", "abcdefghijklmnop", "oldoldold", "newnewnew"} {
+		if strings.Contains(r.stdout, secret) {
+			t.Errorf("config printed a secret (%s):\n%s", secret, r.stdout)
+		}
+	}
+	for _, want := range []string{"db.internal:5432/shop", "sk_live_****1234", "whsec_****9999,whsec_****8888", "127.0.0.1:8080"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("config lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package sweep
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"payrecon"
+)
+
+// Run sweeps continuously: cycle after cycle at the rate budget, sleeping
+// only when a cycle completes sooner than Config.MinCycle (and rechecking
+// due rows while it waits). With a LeaseFunc it first waits for the job's
+// lease, so of several replicas exactly one sweeps and another takes over
+// when it dies; if the lease's connection is lost it stops sweeping and
+// waits for the lease again. It returns on ctx's end (nil), on a
+// configuration error, and on an outage longer than Config.MaxOutage.
+func (s *Sweeper) Run(ctx context.Context, progress ProgressFunc) error {
+	for {
+		err := s.runLeased(ctx, progress)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, errLeaseLost) {
+			return err
+		}
+		s.Logger.Warn("sweep lease lost; waiting to take it again", "job", s.cfg.Job)
+	}
+}
+
+var errLeaseLost = errors.New("lease lost")
+
+func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
+	var lease Lease
+	if s.LeaseFunc != nil {
+		s.Logger.Info("waiting for the sweep lease", "job", s.cfg.Job)
+		l, err := s.LeaseFunc(ctx, s.cfg.Job, true)
+		if err != nil {
+			return err
+		}
+		lease = l
+		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
+		s.Logger.Info("sweep lease acquired", "job", s.cfg.Job)
+	}
+	for {
+		started := s.Clock.Now()
+		rep := CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
+		var outage outageTracker
+		lastCheck := time.Now()
+		for !rep.Wrapped {
+			if lease != nil && time.Since(lastCheck) > 10*time.Second {
+				if err := lease.Alive(ctx); err != nil {
+					return errLeaseLost
+				}
+				lastCheck = time.Now()
+			}
+			b, err := s.RunBatch(ctx)
+			if ctx.Err() != nil {
+				return nil
+			}
+			if err != nil {
+				if perr := s.pauseOrFail(ctx, &rep, &outage, err); perr != nil {
+					return perr
+				}
+				continue
+			}
+			outage = outageTracker{}
+			rep.add(b)
+			rep.Wrapped = b.Wrapped
+			if progress != nil {
+				progress(b, rep)
+			}
+		}
+		rep.Duration = s.Clock.Now().Sub(started)
+		if s.Observer != nil {
+			s.Observer.CycleDone(s.cfg.Job, rep)
+		}
+		s.Logger.Info("sweep cycle complete", "job", s.cfg.Job, "rows", rep.Scanned,
+			"duration", rep.Duration.Round(time.Millisecond), "new_findings", rep.NewFindings, "resolved", rep.Resolved)
+		if err := s.idle(ctx, started.Add(s.cfg.MinCycle), progress); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// idle waits until next, running recheck batches as rows come due.
+func (s *Sweeper) idle(ctx context.Context, next time.Time, progress ProgressFunc) error {
+	for {
+		now := s.Clock.Now()
+		if !now.Before(next) {
+			return nil
+		}
+		wake := next
+		due, err := s.store.NextRecheck(ctx, s.cfg.Job, "")
+		if err != nil {
+			return err
+		}
+		if !due.IsZero() && due.Before(wake) {
+			wake = due
+		}
+		if err := s.SleepFunc(ctx, wake.Sub(now)); err != nil {
+			return err
+		}
+		if !due.IsZero() && !s.Clock.Now().Before(due) {
+			b, err := s.runBatch(ctx, true)
+			if err != nil && !errors.Is(err, payrecon.ErrUnavailable) {
+				return err
+			}
+			if err == nil && progress != nil {
+				progress(b, CycleReport{Job: s.cfg.Job, Counts: b.Counts})
+			}
+		}
+	}
+}
