@@ -180,6 +180,15 @@ func (s *Store) Wrap(ctx context.Context, job string, from int64, now time.Time)
 	return nil
 }
 
+// CountCreatedBetween implements payrecon.SweepStore (payments_created_at).
+func (s *Store) CountCreatedBetween(ctx context.Context, lo, hi time.Time) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM payments WHERE created_at BETWEEN $1 AND $2", lo, hi).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count payments created between %s and %s: %w", lo.Format(time.RFC3339), hi.Format(time.RFC3339), err)
+	}
+	return n, nil
+}
+
 // PendingRechecks implements payrecon.SweepStore.
 func (s *Store) PendingRechecks(ctx context.Context, job string) (map[string]int, error) {
 	rows, err := s.pool.Query(ctx, "SELECT reason, count(*)::int FROM reconciliation_recheck WHERE job = $1 GROUP BY reason", job)

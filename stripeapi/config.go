@@ -55,6 +55,11 @@ type Config struct {
 	// SleepFunc waits d between attempts and returns ctx.Err() at once when
 	// ctx is done; nil means a timer. Tests inject one that returns at once.
 	SleepFunc func(ctx context.Context, d time.Duration) error
+	// RateLimitedFunc, when set, is told about every 429 the gateway
+	// retries after, with Stripe's Retry-After hint (zero when absent), so a
+	// shared rate limiter slows down even when the retry succeeds. A 429
+	// that is returned is reported only through the error.
+	RateLimitedFunc func(retryAfter time.Duration)
 	// JitterFunc returns a number in [0, 1) for backoff jitter; nil means a
 	// source of the gateway's own, seeded from crypto/rand.
 	JitterFunc func() float64

@@ -131,6 +131,9 @@ func (g *Gateway) retry(ctx context.Context, op string, call func(context.Contex
 		if attempt >= g.cfg.MaxRetries || !f.retryable() {
 			return g.translate(f)
 		}
+		if f.status == http.StatusTooManyRequests && g.cfg.RateLimitedFunc != nil {
+			g.cfg.RateLimitedFunc(g.retryAfter(f.header))
+		}
 		wait := g.backoff(attempt, g.retryAfter(f.header))
 		if dl, ok := ctx.Deadline(); ok && g.cfg.Clock.Now().Add(wait).After(dl) {
 			return g.translate(f) // the caller's deadline would pass while waiting

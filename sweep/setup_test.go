@@ -136,7 +136,13 @@ func uniform(n int) []row {
 	return rows
 }
 
+// sweeper builds a sweeper on the fake gateway, in retrieve mode unless
+// cfg says otherwise (the fake cannot list; list mode is tested against the
+// simulator).
 func (b *testBundle) sweeper(cfg sweep.Config) *sweep.Sweeper {
+	if cfg.Mode == "" {
+		cfg.Mode = sweep.ModeRetrieve
+	}
 	s := sweep.New(b.store, b.gw, cfg)
 	s.SleepFunc = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	return s

@@ -43,6 +43,11 @@ type Config struct {
 	Grace time.Duration
 	// Concurrency bounds the Stripe calls in flight.
 	Concurrency int
+	// Mode chooses retrieve, list or auto (the default).
+	Mode Mode
+	// ListSkew widens a batch's creation-time window in list mode, for
+	// clock skew between the local created_at and Stripe's created.
+	ListSkew time.Duration
 	// RecheckBatch bounds the due rechecks added to each batch.
 	RecheckBatch int
 	// RecheckBackoff is the first delay before an unverifiable row is
@@ -79,6 +84,8 @@ func DefaultConfig() Config {
 		Batch:                200,
 		Grace:                10 * time.Minute,
 		Concurrency:          8,
+		Mode:                 ModeAuto,
+		ListSkew:             time.Minute,
 		RecheckBackoff:       2 * time.Second,
 		RecheckBackoffMax:    5 * time.Minute,
 		SystemicFailureRatio: 0.5,
@@ -104,6 +111,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = d.Concurrency
+	}
+	if c.Mode == "" {
+		c.Mode = d.Mode
+	}
+	if c.ListSkew <= 0 {
+		c.ListSkew = d.ListSkew
 	}
 	if c.RecheckBatch <= 0 {
 		c.RecheckBatch = max(1, c.Batch/4)
@@ -145,6 +158,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("batch must be positive, got %d", c.Batch)
 	case c.Batch > 10000:
 		return fmt.Errorf("batch %d is too large (at most 10000): a batch is one transaction", c.Batch)
+	case c.Mode != "" && c.Mode != ModeRetrieve && c.Mode != ModeList && c.Mode != ModeAuto:
+		return fmt.Errorf("mode %q: want retrieve, list or auto", c.Mode)
 	case c.Concurrency < 0:
 		return fmt.Errorf("concurrency must be positive, got %d", c.Concurrency)
 	}
@@ -178,6 +193,8 @@ type Sweeper struct {
 	SleepFunc func(ctx context.Context, d time.Duration) error
 	// Observer, when set, is told about every batch (metrics).
 	Observer Observer
+
+	cache listCache
 }
 
 // Observer receives what a sweeper does, for metrics.
@@ -282,7 +299,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		return rep, nil
 	}
 
-	checks, calls, err := s.check(ctx, all, now)
+	checks, orphans, calls, err := s.check(ctx, all, now)
 	rep.StripeCalls = calls
 	if err != nil {
 		return rep, err
@@ -296,6 +313,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		From:    cur.LastID,
 		Advance: len(rows) > 0,
 		Checks:  checks,
+		Orphans: orphans,
 		Grace:   max(s.cfg.Grace, 0),
 		Now:     s.Clock.Now(),
 		Busy:    time.Since(start),
@@ -356,20 +374,56 @@ func (s *Sweeper) systemic(checks []payrecon.Check) error {
 	return nil
 }
 
-// check classifies every row, calling Stripe concurrently for the rows
-// outside the grace window. A configuration error cancels the other calls
-// and is returned; so is the caller's context error.
-func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now time.Time) ([]payrecon.Check, int, error) {
+// check classifies every row. Rows inside the grace window are in_flight
+// without a call. In list and auto mode the batch's cursor rows are first
+// matched against the PaymentIntents listed in their creation-time window;
+// every row not seen there is retrieved by id, concurrently up to
+// Config.Concurrency. A configuration error cancels the other calls and is
+// returned; so is the caller's context error.
+func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now time.Time) ([]payrecon.Check, []payrecon.Orphan, int, error) {
 	checks := make([]payrecon.Check, len(rows))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.cfg.Concurrency)
-	calls := 0
+	var need, listable []int
 	for i, row := range rows {
 		checks[i].Row = row
 		if s.cfg.Grace > 0 && row.UpdatedAt.After(now.Add(-s.cfg.Grace)) {
 			checks[i].Decision = payrecon.Decision{Verdict: payrecon.InFlight,
 				Reason: "changed locally within the grace window; a webhook is probably on its way"}
 			checks[i].RecheckAt = row.UpdatedAt.Add(s.cfg.Grace)
+			continue
+		}
+		need = append(need, i)
+		if !row.FromRecheck { // rechecks are scattered in time: retrieved one by one
+			listable = append(listable, i)
+		}
+	}
+
+	calls := 0
+	var listed map[string]payrecon.Intent
+	var orphans []payrecon.Orphan
+	if s.cfg.Mode != ModeRetrieve && len(listable) > 1 {
+		var err error
+		var n int
+		listed, orphans, n, err = s.listFor(ctx, rows, listable, now)
+		calls += n
+		switch {
+		case err == nil:
+		case errors.Is(err, payrecon.ErrConfig):
+			return nil, nil, calls, fmt.Errorf("list payment intents: %w", err)
+		case ctx.Err() != nil:
+			return nil, nil, calls, ctx.Err()
+		default:
+			// Retrieve every row instead; if Stripe is down, that says so row by row.
+			s.Logger.Warn("listing failed; retrieving the batch one by one", "job", s.cfg.Job, "error", err)
+			listed, orphans = nil, nil
+		}
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.cfg.Concurrency)
+	for _, i := range need {
+		if in, ok := listed[rows[i].IntentID]; ok && in.Status != "" {
+			checks[i].Observed = in.Status
+			checks[i].Decision = payrecon.Classify(rows[i].Status, in.Status)
 			continue
 		}
 		calls++
@@ -379,11 +433,11 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 	}
 	if err := g.Wait(); err != nil {
 		if ctx.Err() != nil {
-			return nil, calls, ctx.Err()
+			return nil, nil, calls, ctx.Err()
 		}
-		return nil, calls, err
+		return nil, nil, calls, err
 	}
-	return checks, calls, nil
+	return checks, orphans, calls, nil
 }
 
 func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time) error {
@@ -409,10 +463,7 @@ func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time
 	case ctx.Err() != nil:
 		return ctx.Err()
 	default:
-		var ue *payrecon.UnavailableError
-		if errors.As(err, &ue) && ue.RateLimited && s.Limiter != nil {
-			s.Limiter.OnRateLimited(ue.RetryAfter)
-		}
+		s.noteRateLimit(err)
 		s.unverifiable(c, now, err)
 		return nil
 	}

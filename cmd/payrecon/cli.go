@@ -46,8 +46,8 @@ type Globals struct {
 
 // stripeFlags configure the Stripe client.
 type stripeFlags struct {
-	StripeSecretKey string `name:"stripe-secret-key" env:"STRIPE_SECRET_KEY" placeholder:"KEY" help:"Stripe secret or restricted key with read access to PaymentIntents (prefer the environment variable: flags show in ps)."`
-	StripeAPIBase   string `name:"stripe-api-base" env:"STRIPE_API_BASE" placeholder:"URL" help:"Stripe API base URL override (stripe-mock, the simulator); empty for https://api.stripe.com."`
+	StripeSecretKey string        `name:"stripe-secret-key" env:"STRIPE_SECRET_KEY" placeholder:"KEY" help:"Stripe secret or restricted key with read access to PaymentIntents (prefer the environment variable: flags show in ps)."`
+	StripeAPIBase   string        `name:"stripe-api-base" env:"STRIPE_API_BASE" placeholder:"URL" help:"Stripe API base URL override (stripe-mock, the simulator); empty for https://api.stripe.com."`
 	StripeTimeout   time.Duration `name:"stripe-timeout" default:"10s" help:"Per-request timeout for Stripe calls."`
 }
 
@@ -162,13 +162,16 @@ func (a *app) openMigratedDB() (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// gateway builds the Stripe client.
-func (a *app) gateway(f stripeFlags) (*stripeapi.Gateway, error) {
+// gateway builds the Stripe client; rateLimited (may be nil) hears about
+// every 429 the client retries after.
+func (a *app) gateway(f stripeFlags, rateLimited func(time.Duration)) (*stripeapi.Gateway, error) {
 	gw, err := stripeapi.New(stripeapi.Config{
 		SecretKey: f.StripeSecretKey,
 		APIBase:   f.StripeAPIBase,
 		Timeout:   f.StripeTimeout,
 		Logger:    a.logger.With("component", "stripe"),
+
+		RateLimitedFunc: rateLimited,
 	})
 	if err != nil {
 		return nil, configError{err}

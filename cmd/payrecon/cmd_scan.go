@@ -23,12 +23,19 @@ type sweepFlags struct {
 	Grace       time.Duration `default:"10m" help:"Rows changed more recently than this are in_flight: a webhook is probably on its way."`
 	RPS         float64       `name:"rps" default:"20" help:"Stripe request budget per second, shared by all concurrent calls (Stripe allows 100/s live, 25/s in a sandbox and per endpoint)."`
 	Concurrency int           `default:"8" help:"Stripe calls in flight at most."`
+	Mode        string        `enum:"retrieve,list,auto" default:"auto" help:"How to ask Stripe: retrieve (one request per row), list (PaymentIntents created in the batch's time window, 100 per request; rows not seen are retrieved), or auto (list when the data makes it cheaper)."`
+	ListSkew    time.Duration `name:"list-skew" default:"1m" help:"List mode: widen each batch's creation-time window by this much for clock skew."`
 	MaxOutage   time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
 }
 
 func (f sweepFlags) config() (sweep.Config, error) {
+	mode, err := sweep.ParseMode(f.Mode)
+	if err != nil {
+		return sweep.Config{}, usageError{err}
+	}
 	cfg := sweep.Config{
 		Job: f.Job, Batch: f.Batch, Grace: f.Grace, Concurrency: f.Concurrency, MaxOutage: f.MaxOutage,
+		Mode: mode, ListSkew: f.ListSkew,
 	}
 	if f.Batch <= 0 {
 		return cfg, usageError{fmt.Errorf("--batch must be positive, got %d", f.Batch)}
@@ -71,7 +78,8 @@ func (c *scanCmd) Run(a *app) error {
 		return err
 	}
 	cfg.WaitForLease = c.Wait
-	gw, err := a.gateway(c.stripeFlags)
+	limiter := sweep.NewLimiter(c.RPS)
+	gw, err := a.gateway(c.stripeFlags, limiter.OnRateLimited)
 	if err != nil {
 		return err
 	}
@@ -85,7 +93,7 @@ func (c *scanCmd) Run(a *app) error {
 	}
 	store := postgres.NewStore(pool)
 	s := sweep.New(store, gw, cfg)
-	s.Limiter = sweep.NewLimiter(c.RPS)
+	s.Limiter = limiter
 	s.Logger = a.logger.With("component", "sweep")
 	s.LeaseFunc = leaseFunc(pool)
 

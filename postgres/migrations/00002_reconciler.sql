@@ -1,13 +1,9 @@
--- What the corrected design needs beyond the seed. Every column added to an
+-- What the corrected design needs beyond the seed (indexes on payments, the
+-- application's busy table, are built concurrently in 00005). Every column added to an
 -- existing table has a default (or is nullable), so the application's INSERTs
 -- keep working.
 
 -- +goose Up
-
--- Reconciliation lag from an index: the row least recently verified is the
--- first entry of this expression index (see queries/lag.sql).
-CREATE INDEX IF NOT EXISTS payments_reconciled_order
-    ON payments ((coalesce(last_reconciled_at, created_at)));
 
 -- Findings: why and how each was closed, the verdict and reason at detection,
 -- and the PaymentIntent id, so that an intent with no local row
@@ -88,4 +84,3 @@ ALTER TABLE reconciliation_findings
     DROP COLUMN IF EXISTS repair_command, DROP COLUMN IF EXISTS repair_outcome,
     DROP COLUMN IF EXISTS resolution, DROP COLUMN IF EXISTS resolved_by,
     DROP COLUMN IF EXISTS resolution_note;
-DROP INDEX IF EXISTS payments_reconciled_order;

@@ -1,0 +1,172 @@
+package sweep_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"payrecon"
+	"payrecon/internal/pgtest"
+	"payrecon/postgres"
+	"payrecon/stripeapi"
+	"payrecon/stripesim"
+	"payrecon/sweep"
+)
+
+// Benchmarks through the real gateway and the simulator over loopback HTTP.
+// Each iteration sweeps one full cycle on a fresh job.
+
+type simBench struct {
+	pool  *postgres.Store
+	sim   *stripesim.Server
+	gw    *stripeapi.Gateway
+	rows  int
+	calls int
+}
+
+// newSimBench seeds n paid rows created one per second in time order, with
+// the same intents in the simulator.
+func newSimBench(b *testing.B, n int, faults stripesim.Faults) *simBench {
+	b.Helper()
+	pool := pgtest.NewDB(b)
+	sim := stripesim.StartTest(b, stripesim.Config{Seed: 1})
+	base := time.Now().Add(-time.Duration(n+3600) * time.Second).Truncate(time.Second)
+	id := func(i int) string { return fmt.Sprintf("pi_bench_%08d", i) }
+	if err := sim.Seed(n, func(i int) stripesim.Intent {
+		return stripesim.Intent{ID: id(i), Status: payrecon.IntentSucceeded, Created: base.Add(time.Duration(i) * time.Second)}
+	}); err != nil {
+		b.Fatal(err)
+	}
+	ps := make([]pgtest.Payment, n)
+	for i := range ps {
+		ps[i] = pgtest.Payment{IntentID: id(i), Status: payrecon.StatusPaid, CreatedAt: base.Add(time.Duration(i) * time.Second)}
+	}
+	for i := 0; i < n; i += 100_000 {
+		pgtest.InsertPayments(b, pool, ps[i:min(i+100_000, n)])
+	}
+	gw, err := stripeapi.New(stripeapi.Config{SecretKey: sim.SecretKey(), APIBase: sim.URL()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sim.SetFaults(faults)
+	return &simBench{pool: postgres.NewStore(pool), sim: sim, gw: gw, rows: n}
+}
+
+func (sb *simBench) cycle(b *testing.B, i int, cfg sweep.Config, rps float64) (sweep.CycleReport, time.Duration) {
+	b.Helper()
+	cfg.Job = fmt.Sprintf("bench-%d", i)
+	s := sweep.New(sb.pool, sb.gw, cfg)
+	s.Limiter = sweep.NewLimiter(rps)
+	start := time.Now()
+	rep, err := s.RunCycle(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if rep.Verified != sb.rows {
+		b.Fatalf("verified %d of %d rows", rep.Verified, sb.rows)
+	}
+	return rep, time.Since(start)
+}
+
+// BenchmarkLatencyBound: 50 ms per Stripe call, a budget of 100 requests/s,
+// retrieve mode: verified rows per second as a share of the budget. The
+// seed's one-at-a-time loop reaches 19 %.
+//
+//	go test -run '^$' -bench LatencyBound -benchtime 1x ./sweep
+func BenchmarkLatencyBound(b *testing.B) {
+	if testing.Short() {
+		b.Skip("takes 20 s")
+	}
+	sb := newSimBench(b, 2000, stripesim.Faults{Latency: 50 * time.Millisecond})
+	for i := 0; b.Loop(); i++ {
+		rep, took := sb.cycle(b, i, sweep.Config{Batch: 200, Concurrency: 16, Mode: sweep.ModeRetrieve}, 100)
+		rate := float64(rep.Verified) / took.Seconds()
+		b.ReportMetric(rate, "rows/s")
+		b.ReportMetric(100*rate/100, "%budget")
+	}
+}
+
+// BenchmarkListMode: 100 k rows created in time order, list mode, a budget
+// of 25 requests/s (Stripe's sandbox and per-endpoint limit): Stripe
+// requests per verified row, and rows per second. Retrieve mode at the same
+// budget verifies at most 25 rows/s (one request per row).
+//
+//	go test -run '^$' -bench ListMode -benchtime 1x ./sweep
+func BenchmarkListMode(b *testing.B) {
+	if testing.Short() {
+		b.Skip("takes a minute")
+	}
+	sb := newSimBench(b, 100_000, stripesim.Faults{})
+	for i := 0; b.Loop(); i++ {
+		sb.sim.ResetStats()
+		rep, took := sb.cycle(b, i, sweep.Config{Batch: 200, Concurrency: 8, Mode: sweep.ModeList}, 25)
+		reqs := sb.sim.Stats().Total()
+		b.ReportMetric(float64(reqs)/float64(rep.Verified), "requests/row")
+		b.ReportMetric(float64(rep.Verified)/took.Seconds(), "rows/s")
+		b.ReportMetric(float64(rep.Verified)/took.Seconds()/25, "x-retrieve")
+	}
+}
+
+// BenchmarkRetrieveAtBudget confirms retrieve mode's ceiling at 25
+// requests/s: about 25 rows/s, whatever the concurrency.
+//
+//	go test -run '^$' -bench RetrieveAtBudget -benchtime 1x ./sweep
+func BenchmarkRetrieveAtBudget(b *testing.B) {
+	if testing.Short() {
+		b.Skip("takes 20 s")
+	}
+	sb := newSimBench(b, 500, stripesim.Faults{})
+	for i := 0; b.Loop(); i++ {
+		rep, took := sb.cycle(b, i, sweep.Config{Batch: 200, Concurrency: 8, Mode: sweep.ModeRetrieve}, 25)
+		b.ReportMetric(float64(rep.Verified)/took.Seconds(), "rows/s")
+	}
+}
+
+// BenchmarkPeakMemory sweeps 100 k and 1 M rows in list mode with no rate
+// limit and reports the peak growth of the Go heap during the sweep (the
+// simulator's own million intents are allocated before it starts): it must
+// stay flat, bounded by the batch, not by N.
+//
+//	go test -run '^$' -bench PeakMemory -benchtime 1x -timeout 30m ./sweep
+func BenchmarkPeakMemory(b *testing.B) {
+	if testing.Short() {
+		b.Skip("takes minutes")
+	}
+	for _, n := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
+			sb := newSimBench(b, n, stripesim.Faults{})
+			for i := 0; b.Loop(); i++ {
+				runtime.GC()
+				var before runtime.MemStats
+				runtime.ReadMemStats(&before)
+				var peak atomic.Uint64
+				stop := make(chan struct{})
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					var m runtime.MemStats
+					for {
+						runtime.ReadMemStats(&m)
+						if m.HeapAlloc > peak.Load() {
+							peak.Store(m.HeapAlloc)
+						}
+						select {
+						case <-stop:
+							return
+						case <-time.After(20 * time.Millisecond):
+						}
+					}
+				}()
+				rep, took := sb.cycle(b, i, sweep.Config{Batch: 200, Concurrency: 8, Mode: sweep.ModeList}, 0)
+				close(stop)
+				<-done
+				growth := float64(peak.Load()) - float64(before.HeapAlloc)
+				b.ReportMetric(max(growth, 0)/(1<<20), "peak-heap-growth-MiB")
+				b.ReportMetric(float64(rep.Verified)/took.Seconds(), "rows/s")
+			}
+		})
+	}
+}
