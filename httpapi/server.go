@@ -1,0 +1,163 @@
+// Package httpapi is payrecon's HTTP surface: the Stripe webhook endpoint and
+// the health, readiness and metrics routes of the long-running service.
+//
+// NewServer builds the handler from its dependencies; routes.go is the one
+// map of the API; each handler is a handleX(deps) closure. Nothing is global:
+// no DefaultServeMux, no package-level state.
+//
+// # The webhook
+//
+// POST /webhooks/stripe (present when a signing secret is configured)
+// verifies the Stripe-Signature header with stripe-go's webhook package
+// against each configured secret (several during a rotation), then checks
+// the signed timestamp against the injected clock: stripe-go compares it
+// with time.Now, which a test cannot move, so the signature is checked with
+// webhook.ValidatePayloadIgnoringTolerance and the 5-minute window (either
+// side of now) is checked here. Only the stable fields of the
+// event are read (id, object, type, created, api_version, data.object.id,
+// data.object.object, data.object.status), so events of any API version are
+// accepted.
+//
+// Each event is processed in one transaction: its id is inserted into
+// stripe_webhook_events first (a redelivery finds it and does nothing, yet is
+// answered 2xx), then payment_intent.succeeded, .canceled and .payment_failed
+// go through the canonical writer by PaymentIntent id. The writer's
+// conditional UPDATE never moves a payment backwards, so a late
+// payment_failed after succeeded leaves it paid. An event for a PaymentIntent
+// with no local row opens a missing_locally finding. Other event types are
+// recorded without acting.
+//
+// Answers: 200 for processed, duplicate and ignored events; 400 for a
+// missing or bad signature, a stale timestamp and malformed JSON (nothing is
+// written); 413 for a body over the cap; 503 when the database fails, so
+// Stripe retries. Logs carry the event id, type and PaymentIntent id, never
+// payloads or secrets.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"payrecon"
+	"payrecon/postgres"
+)
+
+// Defaults of WebhookConfig.
+const (
+	// ToleranceDefault is how far the signed timestamp of a delivery may be
+	// from now, Stripe's recommended window.
+	ToleranceDefault = 5 * time.Minute
+	// MaxBodyBytesDefault caps a webhook body. Stripe's events are a few
+	// kilobytes; a PaymentIntent with many charges and metadata stays well
+	// under this.
+	MaxBodyBytesDefault int64 = 512 << 10
+)
+
+// DB begins transactions; *pgxpool.Pool implements it.
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// WebhookConfig configures POST /webhooks/stripe.
+type WebhookConfig struct {
+	// Secrets are the endpoint's signing secrets ("whsec_…"). A delivery
+	// signed with any of them is accepted, so a secret can be rotated
+	// without losing events: add the new one, then remove the old. With
+	// none, the server has no webhook route.
+	Secrets []string
+	// Tolerance is how far the signed timestamp may be from the clock's
+	// now, either way. Default ToleranceDefault.
+	Tolerance time.Duration
+	// MaxBodyBytes caps the request body; a larger one is answered 413.
+	// Default MaxBodyBytesDefault.
+	MaxBodyBytes int64
+}
+
+// Deps are the server's dependencies. The webhook route exists only when
+// Webhook.Secrets has a secret, and then needs DB and Writer (see Validate);
+// the optional handlers add their routes when set.
+type Deps struct {
+	// Logger receives request logs; nil discards them.
+	Logger *slog.Logger
+	// Clock is the time of the webhook's timestamp check and of the
+	// received_at of recorded events. Default payrecon.SystemClock.
+	Clock payrecon.Clock
+	// DB runs the webhook's transactions.
+	DB DB
+	// Writer is the canonical writer transitions go through.
+	Writer *postgres.Writer
+	// Webhook configures the Stripe webhook endpoint.
+	Webhook WebhookConfig
+	// Metrics, when set, serves GET /metrics.
+	Metrics http.Handler
+	// Ready, when set, serves GET /readyz.
+	Ready http.Handler
+	// Queue, when set, serves the repair queue's dashboard (riverui) under
+	// QueuePrefix.
+	Queue       http.Handler
+	QueuePrefix string
+}
+
+// Validate reports dependencies the webhook needs and lacks, and an empty
+// secret in the list (a stray comma in STRIPE_WEBHOOK_SECRET). No secret at
+// all is valid: the server then has no webhook route.
+func (d Deps) Validate() error {
+	var errs []error
+	for _, s := range d.Webhook.Secrets {
+		if s == "" {
+			errs = append(errs, errors.New("httpapi: an empty webhook signing secret"))
+			break
+		}
+	}
+	if len(d.Webhook.Secrets) > 0 {
+		if d.DB == nil {
+			errs = append(errs, errors.New("httpapi: the webhook has no database"))
+		}
+		if d.Writer == nil {
+			errs = append(errs, errors.New("httpapi: the webhook has no canonical writer"))
+		}
+	}
+	if d.Webhook.Tolerance < 0 || d.Webhook.MaxBodyBytes < 0 {
+		errs = append(errs, errors.New("httpapi: negative webhook tolerance or body cap"))
+	}
+	return errors.Join(errs...)
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Clock == nil {
+		d.Clock = payrecon.SystemClock{}
+	}
+	if d.Webhook.Tolerance == 0 {
+		d.Webhook.Tolerance = ToleranceDefault
+	}
+	if d.Webhook.MaxBodyBytes == 0 {
+		d.Webhook.MaxBodyBytes = MaxBodyBytesDefault
+	}
+	// A copy the caller cannot change under us, without empty secrets.
+	secrets := make([]string, 0, len(d.Webhook.Secrets))
+	for _, s := range d.Webhook.Secrets {
+		if s != "" {
+			secrets = append(secrets, s)
+		}
+	}
+	d.Webhook.Secrets = secrets
+	return d
+}
+
+// NewServer returns the HTTP handler of the API. Call deps.Validate first:
+// a webhook without its database or writer answers 500, loudly, rather than
+// accepting events it cannot record.
+func NewServer(deps Deps) http.Handler {
+	deps = deps.withDefaults()
+	mux := http.NewServeMux()
+	addRoutes(mux, deps)
+	return mux
+}

@@ -1,0 +1,199 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
+
+	"payrecon"
+	"payrecon/httpapi"
+	"payrecon/internal/pgtest"
+	"payrecon/postgres"
+	"payrecon/stripesim"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const (
+	secret    = "whsec_test_current"
+	oldSecret = "whsec_test_previous"
+)
+
+// fakeClock is a payrecon.Clock that moves only when told.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type testBundle struct {
+	pool   *pgxpool.Pool
+	clock  *fakeClock
+	srv    *httptest.Server
+	client *http.Client
+}
+
+// setup serves the API on a real listener over a fresh database, with the
+// given signing secrets (secret when none) and a fake clock far from real
+// time, so a check against time.Now instead of the injected clock fails.
+func setup(t *testing.T, secrets ...string) *testBundle {
+	t.Helper()
+	if len(secrets) == 0 {
+		secrets = []string{secret}
+	}
+	pool := pgtest.NewDB(t)
+	b := &testBundle{pool: pool, clock: &fakeClock{t: time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)}}
+	b.serve(t, httpapi.Deps{
+		Clock:   b.clock,
+		DB:      pool,
+		Writer:  postgres.NewWriter(nil),
+		Webhook: httpapi.WebhookConfig{Secrets: secrets, MaxBodyBytes: 64 << 10},
+	})
+	return b
+}
+
+// serve starts a server for deps and a client of the test's own.
+func (b *testBundle) serve(t *testing.T, deps httpapi.Deps) {
+	t.Helper()
+	b.srv = httptest.NewServer(httpapi.NewServer(deps))
+	t.Cleanup(b.srv.Close)
+	tr := &http.Transport{MaxIdleConnsPerHost: 32}
+	t.Cleanup(tr.CloseIdleConnections)
+	b.client = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+}
+
+// event renders a Stripe event about a PaymentIntent, with an API version
+// older than stripe-go's (any version must be accepted).
+func event(id, typ, intentID string, status payrecon.StripeStatus, created time.Time) []byte {
+	b, err := json.Marshal(map[string]any{
+		"id":               id,
+		"object":           "event",
+		"api_version":      "2019-02-19",
+		"created":          created.Unix(),
+		"livemode":         false,
+		"pending_webhooks": 1,
+		"request":          map[string]any{"id": nil, "idempotency_key": nil},
+		"type":             typ,
+		"data": map[string]any{"object": map[string]any{
+			"id": intentID, "object": "payment_intent", "status": string(status),
+			"amount": 1000, "currency": "usd", "metadata": map[string]string{"order": "o1"},
+		}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+type response struct {
+	status int
+	body   []byte
+}
+
+func (r response) json(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil {
+		t.Fatalf("decode %q: %v", r.body, err)
+	}
+	return m
+}
+
+// post delivers payload with the given Stripe-Signature header ("" for none).
+func (b *testBundle) post(t *testing.T, payload []byte, sig string) response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, b.srv.URL+"/webhooks/stripe", bytes.NewReader(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	if sig != "" {
+		req.Header.Set("Stripe-Signature", sig)
+	}
+	return b.do(t, req)
+}
+
+// deliver signs payload with secret at the clock's now and posts it.
+func (b *testBundle) deliver(t *testing.T, payload []byte) response {
+	t.Helper()
+	return b.post(t, payload, stripesim.SignatureHeader(payload, secret, b.clock.Now()))
+}
+
+func (b *testBundle) do(t *testing.T, req *http.Request) response {
+	t.Helper()
+	resp, err := b.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, body: body}
+}
+
+// insertPayments inserts one payment per intent id with the given status.
+func (b *testBundle) insertPayments(t *testing.T, status payrecon.LocalStatus, intents ...string) []int64 {
+	t.Helper()
+	ps := make([]pgtest.Payment, len(intents))
+	for i, id := range intents {
+		ps[i] = pgtest.Payment{IntentID: id, Status: status}
+	}
+	return pgtest.InsertPayments(t, b.pool, ps)
+}
+
+type payment struct {
+	status  payrecon.LocalStatus
+	version int64
+}
+
+func (b *testBundle) payment(t *testing.T, intent string) payment {
+	t.Helper()
+	var p payment
+	if err := b.pool.QueryRow(context.Background(),
+		"SELECT status, version FROM payments WHERE stripe_payment_intent_id = $1", intent).Scan(&p.status, &p.version); err != nil {
+		t.Fatalf("payment %s: %v", intent, err)
+	}
+	return p
+}
+
+// snapshot is every row the webhook may write, as text, to prove that a
+// rejected request changed nothing.
+func (b *testBundle) snapshot(t *testing.T) string {
+	t.Helper()
+	var s string
+	err := b.pool.QueryRow(context.Background(), `SELECT
+		(SELECT coalesce(string_agg(format('%s/%s/%s/%s', id, status, version, updated_at), ',' ORDER BY id), '') FROM payments) || '|' ||
+		(SELECT count(*) FROM stripe_webhook_events)::text || '|' ||
+		(SELECT count(*) FROM reconciliation_findings)::text`).Scan(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func intentID(n int) string { return fmt.Sprintf("pi_test_%04d", n) }

@@ -1,0 +1,45 @@
+package relay
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the relay's Prometheus instrumentation.
+type metrics struct {
+	outcomes *prometheus.CounterVec
+	apply    prometheus.Histogram
+	delay    prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payrecon_repairs_total",
+			Help: "Repair command attempts by outcome: applied, already_done, unapplied (left for review), failed (retried), dead_lettered.",
+		}, []string{"outcome"}),
+		apply: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "payrecon_repair_apply_duration_seconds", Help: "Time to apply one repair command and complete its job (one transaction).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		delay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "payrecon_repair_delay_seconds", Help: "Time from the repair command's commit (its job's insert) to its application.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.outcomes, m.apply, m.delay)
+	}
+	return m
+}
+
+func (m *metrics) observe(outcome string, took time.Duration, delay time.Duration) {
+	m.outcomes.WithLabelValues(outcome).Inc()
+	if took > 0 {
+		m.apply.Observe(took.Seconds())
+	}
+	if delay > 0 {
+		m.delay.Observe(delay.Seconds())
+	}
+}

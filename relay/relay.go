@@ -1,0 +1,224 @@
+package relay
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"payrecon/postgres"
+)
+
+// Errors of the relay's life cycle.
+var (
+	// ErrInsertOnly: Start or Drain on a relay built with Config.InsertOnly.
+	ErrInsertOnly = errors.New("relay is insert-only")
+	// ErrRunning: Start or Drain while the relay is already running.
+	ErrRunning = errors.New("relay is already running")
+)
+
+// Relay delivers repair commands from the outbox to the canonical writer
+// through one River client. Its methods are safe for concurrent use; Start
+// and Drain are exclusive.
+type Relay struct {
+	pool   *pgxpool.Pool
+	writer *postgres.Writer
+	cfg    Config
+	log    *slog.Logger
+	client *river.Client[pgx.Tx]
+	stats  counters
+	metric *metrics
+
+	mu      sync.Mutex // guards running
+	running bool
+}
+
+// counters count what the workers did since the relay was built.
+type counters struct {
+	applied      atomic.Int64
+	alreadyDone  atomic.Int64
+	unapplied    atomic.Int64
+	failed       atomic.Int64
+	deadLettered atomic.Int64
+}
+
+// New builds a relay on pool: one River client (riverpgxv5) with the repair
+// worker registered, and, unless cfg.InsertOnly, the repairs queue with
+// cfg.Workers workers. Nothing runs until Start or Drain.
+func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error) {
+	if pool == nil {
+		return nil, errors.New("new relay: nil pool")
+	}
+	if writer == nil {
+		return nil, errors.New("new relay: nil writer")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("new relay: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	r := &Relay{pool: pool, writer: writer, cfg: cfg, log: cfg.Logger, metric: newMetrics(cfg.Registerer)}
+
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &repairWorker{relay: r}); err != nil {
+		return nil, fmt.Errorf("new relay: register worker: %w", err)
+	}
+	retention := cfg.DeadLetterRetention
+	if retention == 0 {
+		retention = -1 // River: never delete
+	}
+	rc := &river.Config{
+		Logger:                      cfg.Logger,
+		Workers:                     workers,
+		MaxAttempts:                 cfg.MaxAttempts,
+		FetchCooldown:               cfg.FetchCooldown,
+		FetchPollInterval:           cfg.FetchPollInterval,
+		JobTimeout:                  cfg.JobTimeout,
+		RescueStuckJobsAfter:        cfg.RescueStuckJobsAfter,
+		RetryPolicy:                 cfg.RetryPolicy,
+		CancelledJobRetentionPeriod: retention,
+		DiscardedJobRetentionPeriod: retention,
+	}
+	if !cfg.InsertOnly {
+		rc.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.Workers}}
+		if conns := int(pool.Config().MaxConns); conns < cfg.Workers+3 {
+			r.log.Warn("relay: the pool has fewer connections than workers need; workers will wait for connections",
+				slog.Int("pool_max_conns", conns), slog.Int("workers", cfg.Workers), slog.Int("want_at_least", cfg.Workers+3))
+		}
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), rc)
+	if err != nil {
+		return nil, fmt.Errorf("new relay: river client: %w", err)
+	}
+	r.client = client
+	return r, nil
+}
+
+// Enqueue inserts one delivery job per outbox id inside tx (River's
+// InsertManyTx), so the jobs commit or roll back with the caller's outbox
+// rows, and River's insert notification wakes an idle relay when tx
+// commits. An id that already has a job is skipped: jobs are unique by
+// outbox id.
+func (r *Relay) Enqueue(ctx context.Context, tx pgx.Tx, outboxIDs []int64) error {
+	_, err := r.enqueue(ctx, tx, outboxIDs)
+	return err
+}
+
+// enqueue is Enqueue, returning how many jobs were new.
+func (r *Relay) enqueue(ctx context.Context, tx pgx.Tx, outboxIDs []int64) (int, error) {
+	if len(outboxIDs) == 0 {
+		return 0, nil
+	}
+	params := make([]river.InsertManyParams, len(outboxIDs))
+	for i, id := range outboxIDs {
+		params[i] = river.InsertManyParams{
+			Args:       RepairArgs{OutboxID: id},
+			InsertOpts: &river.InsertOpts{MaxAttempts: r.cfg.MaxAttempts},
+		}
+	}
+	res, err := r.client.InsertManyTx(ctx, tx, params)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %d repair commands (outbox %d…): %w", len(outboxIDs), outboxIDs[0], err)
+	}
+	n := 0
+	for _, x := range res {
+		if !x.UniqueSkippedAsDuplicate {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// EnqueueFunc returns Enqueue as a postgres.EnqueueFunc, to install as
+// postgres.Store.EnqueueFunc: the sweep then enqueues each batch's repair
+// commands in the batch's own transaction.
+func (r *Relay) EnqueueFunc() postgres.EnqueueFunc { return r.Enqueue }
+
+// EnqueueUnprocessed enqueues every unprocessed outbox command that has no
+// delivery job: commands written by another producer, or before the relay
+// was wired in. It returns how many jobs it inserted.
+func (r *Relay) EnqueueUnprocessed(ctx context.Context) (int, error) {
+	const batch = 1000
+	var after int64
+	total := 0
+	for {
+		rows, err := r.pool.Query(ctx, query("unenqueued_outbox"), after, Kind, batch)
+		if err != nil {
+			return total, fmt.Errorf("find unenqueued outbox commands after %d: %w", after, err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return total, fmt.Errorf("find unenqueued outbox commands after %d: %w", after, err)
+		}
+		if len(ids) == 0 {
+			return total, nil
+		}
+		var n int
+		if err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) (err error) {
+			n, err = r.enqueue(ctx, tx, ids)
+			return err
+		}); err != nil {
+			return total, err
+		}
+		total += n
+		after = ids[len(ids)-1]
+	}
+}
+
+// Start starts the workers for the long-running service: they apply commands
+// as they arrive until Stop (or until ctx is cancelled, which stops them the
+// same way).
+func (r *Relay) Start(ctx context.Context) error {
+	if r.cfg.InsertOnly {
+		return fmt.Errorf("start relay: %w", ErrInsertOnly)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running {
+		return fmt.Errorf("start relay: %w", ErrRunning)
+	}
+	if err := r.client.Start(ctx); err != nil {
+		return fmt.Errorf("start relay: %w", err)
+	}
+	r.running = true
+	r.log.Info("relay: started", slog.Int("workers", r.cfg.Workers), slog.Int("max_attempts", r.cfg.MaxAttempts),
+		slog.Duration("fetch_cooldown", r.cfg.FetchCooldown), slog.Duration("fetch_poll_interval", r.cfg.FetchPollInterval))
+	return nil
+}
+
+// Stop stops fetching, waits for the commands in flight to finish, and
+// returns; if ctx ends first it returns ctx's error and Stop may be called
+// again. Stopping a relay that is not running does nothing.
+func (r *Relay) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.running {
+		return nil
+	}
+	if err := r.client.Stop(ctx); err != nil {
+		return fmt.Errorf("stop relay: %w", err)
+	}
+	r.running = false
+	r.log.Info("relay: stopped")
+	return nil
+}
+
+//go:embed queries/*.sql
+var queryFiles embed.FS
+
+// query returns the embedded statement queries/<name>.sql.
+func query(name string) string {
+	b, err := queryFiles.ReadFile("queries/" + name + ".sql")
+	if err != nil {
+		panic(fmt.Sprintf("relay: no query %q: %v", name, err))
+	}
+	return strings.TrimSpace(string(b))
+}
