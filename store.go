@@ -74,10 +74,10 @@ type CommitResult struct {
 	// Stale lists rows read from Stripe whose local row changed during the
 	// check: not verified, no finding, rechecked after the grace window.
 	Stale []int64
-	// NewFindings counts findings opened; Resolved counts findings closed
-	// because the row was seen in sync or with a different drift.
-	NewFindings int
-	Resolved    int
+	// Opened and Resolved count findings opened, and closed because the row
+	// was seen in sync or with a different drift, by kind.
+	Opened   map[Kind]int
+	Resolved map[Kind]int
 	// Commands lists the outbox ids of the repair commands queued.
 	Commands []int64
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"payrecon"
@@ -129,14 +128,22 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			}
 		}
 		b := &pgx.Batch{}
+		res.Opened, res.Resolved = map[payrecon.Kind]int{}, map[payrecon.Kind]int{}
 		b.Queue(query("commit_checks"), ids, versions, intents, locals, observed, verdicts, kinds, commands,
 			reasons, recheckAt, errs, c.Job, c.Now, c.Grace).QueryRow(func(row pgx.Row) error {
 			var rdone, radd int
-			return row.Scan(&res.Verified, &res.Stale, &res.NewFindings, &res.Resolved, &res.Commands, &rdone, &radd)
-		})
-		b.Queue(query("resolve_orphans"), intents, c.Now, c.Job).Exec(func(ct pgconn.CommandTag) error {
-			res.Resolved += int(ct.RowsAffected())
+			var opened, resolved []string
+			if err := row.Scan(&res.Verified, &res.Stale, &opened, &resolved, &res.Commands, &rdone, &radd); err != nil {
+				return err
+			}
+			countKinds(res.Opened, opened)
+			countKinds(res.Resolved, resolved)
 			return nil
+		})
+		b.Queue(query("resolve_orphans"), intents, c.Now, c.Job).Query(func(rows pgx.Rows) error {
+			kinds, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			countKinds(res.Resolved, kinds)
+			return err
 		})
 		if len(c.Orphans) > 0 {
 			oid, ost := make([]string, len(c.Orphans)), make([]string, len(c.Orphans))
@@ -148,7 +155,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 				if err := row.Scan(&opened); err != nil {
 					return err
 				}
-				res.NewFindings += opened
+				res.Opened[payrecon.KindMissingLocally] += opened
 				return nil
 			})
 		}
@@ -221,6 +228,12 @@ func (s *Store) NextRecheck(ctx context.Context, job, reason string) (time.Time,
 		return time.Time{}, nil
 	}
 	return *due, nil
+}
+
+func countKinds(m map[payrecon.Kind]int, kinds []string) {
+	for _, k := range kinds {
+		m[payrecon.Kind(k)]++
+	}
 }
 
 func optional(s string) *string {

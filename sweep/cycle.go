@@ -75,7 +75,10 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 
 	var outage outageTracker
 	for !rep.Wrapped {
-		b, err := s.RunBatch(ctx)
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		b, err := s.runBatchGracefully(ctx, false)
 		if err != nil {
 			if perr := s.pauseOrFail(ctx, &rep, &outage, err); perr != nil {
 				return rep, perr

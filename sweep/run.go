@@ -54,21 +54,22 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 				}
 				lastCheck = time.Now()
 			}
-			b, err := s.RunBatch(ctx)
+			b, err := s.runBatchGracefully(ctx, false)
+			if err == nil {
+				outage = outageTracker{}
+				rep.add(b)
+				rep.Wrapped = b.Wrapped
+				if progress != nil {
+					progress(b, rep)
+				}
+			}
 			if ctx.Err() != nil {
-				return nil
+				return nil // the batch in progress was committed (or discarded whole)
 			}
 			if err != nil {
 				if perr := s.pauseOrFail(ctx, &rep, &outage, err); perr != nil {
 					return perr
 				}
-				continue
-			}
-			outage = outageTracker{}
-			rep.add(b)
-			rep.Wrapped = b.Wrapped
-			if progress != nil {
-				progress(b, rep)
 			}
 		}
 		rep.Duration = s.Clock.Now().Sub(started)

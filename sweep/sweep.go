@@ -72,6 +72,10 @@ type Config struct {
 	// this after the last one started; it sleeps only when a cycle completes
 	// early, rechecking due rows meanwhile.
 	MinCycle time.Duration
+	// StopGrace: when the context of Run or RunCycle ends, the batch in
+	// progress gets this long to finish and commit before it is abandoned
+	// (and then discarded whole, never half-written).
+	StopGrace time.Duration
 	// WaitForLease makes RunCycle wait for another holder of the job's lease
 	// instead of failing with payrecon.ErrLeaseHeld.
 	WaitForLease bool
@@ -95,6 +99,7 @@ func DefaultConfig() Config {
 		MaxOutage:            5 * time.Minute,
 		RecheckWait:          time.Minute,
 		MinCycle:             time.Minute,
+		StopGrace:            20 * time.Second,
 	}
 }
 
@@ -141,6 +146,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxOutage <= 0 {
 		c.MaxOutage = d.MaxOutage
+	}
+	if c.StopGrace <= 0 {
+		c.StopGrace = d.StopGrace
 	}
 	if c.MinCycle < 0 {
 		c.MinCycle = 0
@@ -231,12 +239,27 @@ type BatchReport struct {
 	Verified    int                      `json:"verified"`
 	NewFindings int                      `json:"new_findings"`
 	Resolved    int                      `json:"resolved"`
-	Commands    int                      `json:"commands"`
+	// Opened and Closed break NewFindings and Resolved down by kind.
+	Opened   map[payrecon.Kind]int `json:"opened_by_kind,omitempty"`
+	Closed   map[payrecon.Kind]int `json:"resolved_by_kind,omitempty"`
+	Commands int                   `json:"commands"`
 	// StripeCalls counts requests made to Stripe.
 	StripeCalls int `json:"stripe_calls"`
 	// Cursor is the position after the batch.
 	Cursor  int64 `json:"cursor"`
 	Wrapped bool  `json:"wrapped"`
+}
+
+func (r *BatchReport) setResult(res payrecon.CommitResult) {
+	r.Verified, r.Commands = res.Verified, len(res.Commands)
+	r.Opened, r.Closed = res.Opened, res.Resolved
+	r.NewFindings, r.Resolved = 0, 0
+	for _, n := range res.Opened {
+		r.NewFindings += n
+	}
+	for _, n := range res.Resolved {
+		r.Resolved += n
+	}
 }
 
 // SystemicFailureError says a batch was discarded because most of its Stripe
@@ -336,7 +359,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		}
 		rep.Counts[v]++
 	}
-	rep.Verified, rep.NewFindings, rep.Resolved, rep.Commands = res.Verified, res.NewFindings, res.Resolved, len(res.Commands)
+	rep.setResult(res)
 	if commit.Advance {
 		rep.Cursor = commit.To
 	}
@@ -488,6 +511,24 @@ func (s *Sweeper) unverifiable(c *payrecon.Check, now time.Time, err error) {
 	c.RecheckAt = now.Add(min(backoff, s.cfg.RecheckBackoffMax))
 }
 
+// runBatchGracefully runs one batch that survives the end of ctx for up to
+// Config.StopGrace, so that a shutdown lets the batch in progress commit.
+func (s *Sweeper) runBatchGracefully(ctx context.Context, rechecksOnly bool) (BatchReport, error) {
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(s.cfg.StopGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-bctx.Done():
+		}
+	})
+	defer stop()
+	return s.runBatch(bctx, rechecksOnly)
+}
+
 func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
@@ -500,4 +541,40 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// Recheck checks the given rows against Stripe now, ignoring the grace
+// window, and commits the results the way a batch does (findings opened,
+// healed or superseded, repair commands queued) without moving the cursor.
+// It is `payrecon findings recheck`.
+func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (BatchReport, []payrecon.Check, error) {
+	rep := BatchReport{Counts: map[payrecon.Verdict]int{}, Rechecked: len(rows)}
+	now := s.Clock.Now()
+	checks := make([]payrecon.Check, len(rows))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(s.cfg.Concurrency)
+	for i := range rows {
+		checks[i].Row = rows[i]
+		g.Go(func() error { return s.checkOne(gctx, &checks[i], now) })
+	}
+	if err := g.Wait(); err != nil {
+		return rep, nil, err
+	}
+	rep.StripeCalls = len(rows)
+	res, err := s.store.CommitBatch(ctx, payrecon.BatchCommit{Job: s.cfg.Job, Checks: checks, Grace: max(s.cfg.Grace, 0), Now: s.Clock.Now()})
+	if err != nil {
+		return rep, nil, err
+	}
+	stale := map[int64]bool{}
+	for _, id := range res.Stale {
+		stale[id] = true
+	}
+	for i, c := range checks {
+		if stale[c.Row.ID] {
+			checks[i].Decision = payrecon.Decision{Verdict: payrecon.InFlight, Reason: "the row changed while it was checked; try again"}
+		}
+		rep.Counts[checks[i].Decision.Verdict]++
+	}
+	rep.setResult(res)
+	return rep, checks, nil
 }

@@ -147,10 +147,15 @@ func (a *app) openDB() (*pgxpool.Pool, error) {
 }
 
 // openMigratedDB connects and checks the schema is current.
-func (a *app) openMigratedDB() (*pgxpool.Pool, error) {
-	pool, err := a.openDB()
+func (a *app) openMigratedDB() (*pgxpool.Pool, error) { return a.openMigratedDBWith(0) }
+
+// openMigratedDBWith is openMigratedDB with a pool of maxConns connections
+// (0: pgx's default).
+func (a *app) openMigratedDBWith(maxConns int32) (*pgxpool.Pool, error) {
+	pool, err := postgres.Open(a.ctx, a.cli.DatabaseURL, postgres.OpenConfig{
+		ApplicationName: postgres.ApplicationName(a.command), MaxConns: maxConns})
 	if err != nil {
-		return nil, err
+		return nil, configError{err}
 	}
 	if err := postgres.CheckMigrations(a.ctx, pool); err != nil {
 		pool.Close()

@@ -48,6 +48,8 @@ ALTER TABLE outbox
     ADD COLUMN IF NOT EXISTS outcome      text,
     ADD COLUMN IF NOT EXISTS last_error   text;
 CREATE INDEX IF NOT EXISTS outbox_unprocessed ON outbox (id) WHERE processed_at IS NULL;
+-- A finding's repair command (findings show).
+CREATE INDEX IF NOT EXISTS outbox_finding ON outbox ((payload->>'finding_id')) WHERE payload ? 'finding_id';
 
 -- Rows the sweep could not judge (Stripe unavailable, changed during the
 -- check, inside the grace window): rechecked when due instead of a whole
@@ -65,6 +67,7 @@ CREATE INDEX reconciliation_recheck_due ON reconciliation_recheck (job, due_at);
 
 -- +goose Down
 DROP TABLE IF EXISTS reconciliation_recheck;
+DROP INDEX IF EXISTS outbox_finding;
 DROP INDEX IF EXISTS outbox_unprocessed;
 ALTER TABLE outbox DROP COLUMN IF EXISTS processed_at, DROP COLUMN IF EXISTS outcome,
     DROP COLUMN IF EXISTS last_error;

@@ -52,7 +52,7 @@ resolved AS (
      WHERE f.payment_id = i.payment_id
        AND f.resolved_at IS NULL
        AND (i.verdict = 'in_sync' OR (i.kind IS NOT NULL AND f.kind <> i.kind))
-    RETURNING f.id
+    RETURNING f.id, f.kind
 ),
 commands AS (
     INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, created_at)
@@ -100,8 +100,8 @@ recheck_add AS (
 )
 SELECT (SELECT count(*) FROM verified)::int,
        (SELECT coalesce(array_agg(payment_id ORDER BY payment_id), '{}') FROM stale),
-       (SELECT count(*) FROM new_findings)::int,
-       (SELECT count(*) FROM resolved)::int,
+       (SELECT coalesce(array_agg(kind), '{}') FROM new_findings),
+       (SELECT coalesce(array_agg(kind), '{}') FROM resolved),
        (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM commands),
        (SELECT count(*) FROM recheck_done)::int,
        (SELECT count(*) FROM recheck_add)::int

@@ -5,3 +5,4 @@ UPDATE reconciliation_findings f
    AND f.resolved_at IS NULL
    AND f.kind = 'missing_locally'
    AND f.stripe_payment_intent_id = ANY($1::text[])
+RETURNING kind

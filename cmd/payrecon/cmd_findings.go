@@ -1,0 +1,376 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"payrecon"
+	"payrecon/postgres"
+	"payrecon/relay"
+	"payrecon/sweep"
+)
+
+type findingsCmd struct {
+	List    findingsListCmd    `cmd:"" help:"List findings (open ones by default)."`
+	Show    findingsShowCmd    `cmd:"" help:"Show one finding: the payment, what Stripe said, the repair command and its delivery."`
+	Resolve findingsResolveCmd `cmd:"" help:"Resolve a finding by hand, with a note saying why (who and why are recorded)."`
+	Recheck findingsRecheckCmd `cmd:"" help:"Check a finding's payment against Stripe now; heals, supersedes or confirms it."`
+}
+
+type findingsListCmd struct {
+	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): missed_success, missed_cancel, paid_locally_not_externally, failed_locally_paid_externally, missing_externally, missing_locally, unknown_status."`
+	Verdict   []string      `help:"Only these verdicts: repairable, needs_review."`
+	State     string        `enum:"open,resolved,all" default:"open" help:"open, resolved or all."`
+	OlderThan time.Duration `name:"older-than" help:"Only findings detected longer ago than this (e.g. 24h)."`
+	NewerThan time.Duration `name:"newer-than" help:"Only findings detected within this (e.g. 1h)."`
+	Payment   int64         `help:"Only findings of this payment id."`
+	Limit     int           `default:"100" help:"At most this many, newest first."`
+	JSON      bool          `help:"Print JSON."`
+}
+
+func (c *findingsListCmd) Run(a *app) error {
+	flt := postgres.FindingFilter{State: c.State, PaymentID: c.Payment, Limit: c.Limit}
+	for _, k := range splitAll(c.Kind) {
+		if !knownKind(payrecon.Kind(k)) {
+			return usageError{fmt.Errorf("--kind %q is not a finding kind (see payrecon findings list --help)", k)}
+		}
+		flt.Kinds = append(flt.Kinds, payrecon.Kind(k))
+	}
+	for _, v := range splitAll(c.Verdict) {
+		flt.Verdicts = append(flt.Verdicts, payrecon.Verdict(v))
+	}
+	now := time.Now()
+	if c.OlderThan > 0 {
+		flt.DetectedBefore = now.Add(-c.OlderThan)
+	}
+	if c.NewerThan > 0 {
+		flt.DetectedAfter = now.Add(-c.NewerThan)
+	}
+	pool, err := a.openMigratedDB()
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	fs, err := postgres.NewFindings(pool, nil).List(a.ctx, flt)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		if fs == nil {
+			fs = []postgres.Finding{}
+		}
+		return a.printJSON(fs)
+	}
+	if len(fs) == 0 {
+		fmt.Fprintf(a.stdout, "no %s findings\n", c.State)
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKIND\tVERDICT\tPAYMENT\tINTENT\tLOCAL/STRIPE\tDETECTED\tSTATE")
+	for _, f := range fs {
+		pay := "—"
+		if f.PaymentID != nil {
+			pay = fmt.Sprint(*f.PaymentID)
+		}
+		state := "open"
+		if !f.Open() {
+			state = "resolved: " + string(*f.Resolution)
+		} else if f.RepairOutcome != "" {
+			state = "open: " + f.RepairOutcome
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\t%s\n", f.ID, f.Kind, f.Verdict, pay, f.IntentID,
+			f.LocalStatus, orDefault(f.ExternalStatus, "—"), ago(now, f.DetectedAt), state)
+	}
+	return tw.Flush()
+}
+
+func knownKind(k payrecon.Kind) bool {
+	for _, x := range payrecon.Kinds {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func splitAll(vs []string) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, splitList(v)...)
+	}
+	return out
+}
+
+type findingsShowCmd struct {
+	ID   int64 `arg:"" help:"Finding id."`
+	JSON bool  `help:"Print JSON."`
+}
+
+type findingDetail struct {
+	Finding  postgres.Finding        `json:"finding"`
+	Payment  *postgres.PaymentDetail `json:"payment,omitempty"`
+	Repair   *relay.Delivery         `json:"repair,omitempty"`
+	Webhooks []webhookEvent          `json:"webhook_events"`
+}
+
+type webhookEvent struct {
+	EventID    string    `json:"event_id"`
+	EventType  string    `json:"event_type"`
+	ReceivedAt time.Time `json:"received_at"`
+	Outcome    string    `json:"outcome"`
+}
+
+func (c *findingsShowCmd) Run(a *app) error {
+	pool, err := a.openMigratedDB()
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	repo := postgres.NewFindings(pool, nil)
+	f, err := repo.Get(a.ctx, c.ID)
+	if errors.Is(err, payrecon.ErrNotFound) {
+		return fmt.Errorf("no finding %d (see payrecon findings list)", c.ID)
+	}
+	if err != nil {
+		return err
+	}
+	d := findingDetail{Finding: f, Webhooks: []webhookEvent{}}
+	if f.PaymentID != nil {
+		p, err := repo.Payment(a.ctx, *f.PaymentID)
+		if err != nil {
+			return err
+		}
+		d.Payment = &p
+		if f.IntentID == "" {
+			f.IntentID = p.IntentID
+		}
+	}
+	if oid, err := repo.RepairCommandFor(a.ctx, f.ID); err != nil {
+		return err
+	} else if oid != 0 {
+		rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{InsertOnly: true, Logger: a.logger})
+		if err != nil {
+			return err
+		}
+		del, err := rl.Delivery(a.ctx, oid)
+		if err != nil {
+			return err
+		}
+		d.Repair = &del
+	}
+	if d.Webhooks, err = webhookEventsFor(a, pool, f.IntentID); err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(d)
+	}
+	printFinding(a, d)
+	return nil
+}
+
+func webhookEventsFor(a *app, pool *pgxpool.Pool, intent string) ([]webhookEvent, error) {
+	out := []webhookEvent{}
+	if intent == "" {
+		return out, nil
+	}
+	rows, err := pool.Query(a.ctx, `SELECT event_id, event_type, received_at, outcome FROM stripe_webhook_events
+		WHERE payment_intent_id = $1 ORDER BY received_at LIMIT 50`, intent)
+	if err != nil {
+		return nil, fmt.Errorf("webhook events of %s: %w", intent, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e webhookEvent
+		if err := rows.Scan(&e.EventID, &e.EventType, &e.ReceivedAt, &e.Outcome); err != nil {
+			return nil, fmt.Errorf("webhook events of %s: %w", intent, err)
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func printFinding(a *app, d findingDetail) {
+	f := d.Finding
+	now := time.Now()
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "finding\t%d: %s (%s)\n", f.ID, f.Kind, f.Verdict)
+	fmt.Fprintf(tw, "why\t%s\n", orDefault(f.Reason, "—"))
+	fmt.Fprintf(tw, "detected\t%s (%s) by %s\n", f.DetectedAt.UTC().Format(time.RFC3339), ago(now, f.DetectedAt), orDefault(f.Job, "—"))
+	fmt.Fprintf(tw, "at detection\tlocal %s, Stripe %s\n", f.LocalStatus, orDefault(f.ExternalStatus, "(no such PaymentIntent)"))
+	if f.Open() {
+		fmt.Fprintf(tw, "state\topen\n")
+	} else {
+		fmt.Fprintf(tw, "state\tresolved %s (%s) by %s\n", f.ResolvedAt.UTC().Format(time.RFC3339), *f.Resolution, f.ResolvedBy)
+		if f.ResolutionNote != "" {
+			fmt.Fprintf(tw, "note\t%s\n", f.ResolutionNote)
+		}
+	}
+	if p := d.Payment; p != nil {
+		fmt.Fprintf(tw, "\npayment\t%d, order %s, intent %s\n", p.ID, p.OrderID, p.IntentID)
+		fmt.Fprintf(tw, "now\t%s (version %d, updated %s)\n", p.Status, p.Version, ago(now, p.UpdatedAt))
+		last := "never"
+		if p.LastReconciledAt != nil {
+			last = fmt.Sprintf("%s, Stripe said %s", ago(now, *p.LastReconciledAt), p.ObservedStatus)
+		}
+		fmt.Fprintf(tw, "last verified\t%s\n", last)
+	} else {
+		fmt.Fprintf(tw, "\npayment\tnone: PaymentIntent %s has no local row\n", f.IntentID)
+	}
+	if r := d.Repair; r != nil {
+		fmt.Fprintf(tw, "\nrepair command\toutbox %d, %s, queued %s\n", r.OutboxID, r.EventType, ago(now, r.CreatedAt))
+		fmt.Fprintf(tw, "delivery\t%s", r.State)
+		if r.Job != nil {
+			fmt.Fprintf(tw, " (River job %d, attempt %d of %d)", r.Job.ID, r.Job.Attempt, r.Job.MaxAttempts)
+		}
+		fmt.Fprintln(tw)
+		if r.Outcome != "" {
+			fmt.Fprintf(tw, "outcome\t%s\n", r.Outcome)
+		}
+		if r.LastError != "" {
+			fmt.Fprintf(tw, "last error\t%s\n", r.LastError)
+		}
+		if r.State == relay.DeliveryDeadLetter && r.Job != nil {
+			fmt.Fprintf(tw, "\t(retry with: payrecon relay --retry %d)\n", r.Job.ID)
+		}
+	} else if f.RepairCommand != "" {
+		fmt.Fprintf(tw, "\nrepair command\t%s (not found in the outbox)\n", f.RepairCommand)
+	}
+	if f.RepairOutcome != "" {
+		fmt.Fprintf(tw, "repair outcome\t%s\n", f.RepairOutcome)
+	}
+	if len(d.Webhooks) > 0 {
+		fmt.Fprintf(tw, "\nwebhooks\t\n")
+		for _, e := range d.Webhooks {
+			fmt.Fprintf(tw, "  %s\t%s %s → %s\n", e.ReceivedAt.UTC().Format(time.RFC3339), e.EventID, e.EventType, e.Outcome)
+		}
+	}
+	_ = tw.Flush()
+}
+
+type findingsResolveCmd struct {
+	ID   int64  `arg:"" help:"Finding id."`
+	Note string `required:"" help:"Why it is resolved (what was done, or why nothing needs doing)."`
+	By   string `help:"Who resolves it (default: $USER)."`
+	JSON bool   `help:"Print JSON."`
+}
+
+func (c *findingsResolveCmd) Run(a *app) error {
+	by := c.By
+	if by == "" {
+		by = a.getenv("USER")
+	}
+	if by == "" {
+		return usageError{errors.New("say who resolves the finding: --by NAME (or set USER)")}
+	}
+	if strings.TrimSpace(c.Note) == "" {
+		return usageError{errors.New("--note must say why the finding is resolved")}
+	}
+	pool, err := a.openMigratedDB()
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	f, err := postgres.NewFindings(pool, nil).Resolve(a.ctx, c.ID, by, c.Note)
+	if errors.Is(err, payrecon.ErrNotFound) {
+		return fmt.Errorf("no finding %d (see payrecon findings list)", c.ID)
+	}
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(f)
+	}
+	fmt.Fprintf(a.stdout, "finding %d (%s) resolved by %s: %s\n", f.ID, f.Kind, f.ResolvedBy, f.ResolutionNote)
+	return nil
+}
+
+type findingsRecheckCmd struct {
+	stripeFlags
+	ID   int64  `arg:"" help:"Finding id."`
+	Job  string `default:"payments-vs-stripe" help:"Job the recheck is recorded under."`
+	JSON bool   `help:"Print JSON."`
+}
+
+func (c *findingsRecheckCmd) Run(a *app) error {
+	gw, err := a.gateway(c.stripeFlags, nil)
+	if err != nil {
+		return err
+	}
+	pool, err := a.openMigratedDB()
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	repo := postgres.NewFindings(pool, nil)
+	f, err := repo.Get(a.ctx, c.ID)
+	if errors.Is(err, payrecon.ErrNotFound) {
+		return fmt.Errorf("no finding %d (see payrecon findings list)", c.ID)
+	}
+	if err != nil {
+		return err
+	}
+	store := postgres.NewStore(pool)
+	rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{InsertOnly: true, Logger: a.logger})
+	if err != nil {
+		return err
+	}
+	store.EnqueueFunc = rl.EnqueueFunc()
+	paymentID := int64(0)
+	if f.PaymentID != nil {
+		paymentID = *f.PaymentID
+	} else if err := pool.QueryRow(a.ctx, "SELECT coalesce((SELECT id FROM payments WHERE stripe_payment_intent_id = $1), 0)", f.IntentID).Scan(&paymentID); err != nil {
+		return fmt.Errorf("look up the local row of %s: %w", f.IntentID, err)
+	}
+	if paymentID == 0 { // missing_locally, still no local row: what does Stripe say now?
+		in, err := gw.RetrieveIntent(a.ctx, f.IntentID)
+		status := string(in.Status)
+		if errors.Is(err, payrecon.ErrNotFound) {
+			status, err = "(no such PaymentIntent)", nil
+		}
+		if err != nil {
+			return err
+		}
+		out := map[string]any{"finding_id": f.ID, "kind": f.Kind, "stripe_status": status, "still_open": true,
+			"reason": "the PaymentIntent still has no local payments row"}
+		if c.JSON {
+			return a.printJSON(out)
+		}
+		fmt.Fprintf(a.stdout, "finding %d (%s): Stripe says %s; still no local row, the finding stays open\n", f.ID, f.Kind, status)
+		return nil
+	}
+	row, err := store.SweepRow(a.ctx, paymentID)
+	if err != nil {
+		return err
+	}
+	s := sweep.New(store, gw, sweep.Config{Job: c.Job})
+	s.Logger = a.logger
+	_, checks, err := s.Recheck(a.ctx, []payrecon.PaymentRow{row})
+	if err != nil {
+		return err
+	}
+	after, err := repo.Get(a.ctx, f.ID)
+	if err != nil {
+		return err
+	}
+	ch := checks[0]
+	if c.JSON {
+		return a.printJSON(map[string]any{"finding": after, "check": map[string]any{
+			"local_status": ch.Row.Status, "stripe_status": ch.Observed, "decision": ch.Decision, "error": ch.Err}})
+	}
+	fmt.Fprintf(a.stdout, "payment %d: local %s, Stripe %s → %s", row.ID, row.Status, orDefault(string(ch.Observed), "(not read)"), ch.Decision.Verdict)
+	if ch.Decision.Kind != "" {
+		fmt.Fprintf(a.stdout, " (%s)", ch.Decision.Kind)
+	}
+	fmt.Fprintf(a.stdout, "\n  %s\n", ch.Decision.Reason)
+	if after.Open() {
+		fmt.Fprintf(a.stdout, "finding %d stays open\n", f.ID)
+	} else {
+		fmt.Fprintf(a.stdout, "finding %d resolved: %s\n", f.ID, *after.Resolution)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"payrecon"
+	"payrecon/postgres"
+	"payrecon/relay"
+)
+
+type planCmd struct {
+	Rows        int64   `help:"N: rows to cover."`
+	Batch       int64   `default:"200" help:"B: rows per run (a periodic sweep)."`
+	RunsPerHour float64 `name:"runs-per-hour" help:"R: runs per hour (a periodic sweep, like the seed's hourly job)."`
+	Growth      float64 `help:"G: new rows per hour."`
+	RPS         float64 `name:"rps" help:"A continuous sweep instead: Stripe requests per second."`
+	RowsPerReq  float64 `name:"rows-per-request" default:"1" help:"Rows verified per Stripe request: 1 in retrieve mode, about 100 in list mode (measured: 0.01 requests per row)."`
+	FromDB      bool    `name:"from-db" help:"Take N, G and the throughput from the database (the measured sweep) instead of flags."`
+	Job         string  `default:"payments-vs-stripe" help:"With --from-db: the job whose measured throughput to use."`
+	JSON        bool    `help:"Print JSON."`
+}
+
+func (c *planCmd) Run(a *app) error {
+	in := payrecon.PlanInput{Rows: c.Rows, GrowthPerHour: c.Growth, Batch: c.Batch, RunsPerHour: c.RunsPerHour}
+	if c.RPS > 0 {
+		in.RowsPerSecond = c.RPS * c.RowsPerReq
+	}
+	source := "flags"
+	if c.FromDB {
+		pool, err := a.openMigratedDB()
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		st, err := postgres.NewMonitor(pool).Status(a.ctx, time.Now(), true, relay.Kind)
+		if err != nil {
+			return err
+		}
+		in.Rows, in.GrowthPerHour = st.Rows, st.NewRowsPerHour
+		source = "database: rows counted, growth over the last 24 h"
+		if in.RowsPerSecond == 0 && in.RunsPerHour == 0 {
+			for _, j := range st.Jobs {
+				if j.Job == c.Job && j.Throughput > 0 {
+					in.RowsPerSecond = j.Throughput
+					source += fmt.Sprintf(", throughput measured by job %s", c.Job)
+				}
+			}
+			if in.RowsPerSecond == 0 {
+				return errors.New("no measured throughput yet for job " + c.Job + ": sweep once, or give --rps or --runs-per-hour")
+			}
+		}
+	} else if c.Rows <= 0 {
+		return usageError{errors.New("give --rows (N), or --from-db")}
+	}
+	if in.RowsPerSecond == 0 && in.RunsPerHour <= 0 {
+		return usageError{errors.New("give --runs-per-hour (a periodic sweep of --batch rows) or --rps (a continuous sweep)")}
+	}
+	r := payrecon.Plan(in)
+	if c.JSON {
+		return a.printJSON(map[string]any{"source": source, "plan": r})
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "rows (N)\t%d\n", r.Rows)
+	fmt.Fprintf(tw, "growth (G)\t%.0f rows/h\n", r.GrowthPerHour)
+	if r.RowsPerSecond > 0 {
+		fmt.Fprintf(tw, "capacity\t%.0f rows/h (%.1f rows/s, continuous)\n", r.CapacityPerHour, r.RowsPerSecond)
+	} else {
+		fmt.Fprintf(tw, "capacity (B × R)\t%.0f rows/h (%d rows × %g runs/h)\n", r.CapacityPerHour, r.Batch, r.RunsPerHour)
+	}
+	fmt.Fprintf(tw, "margin\t%.0f rows/h\n", r.MarginPerHour)
+	fmt.Fprintf(tw, "from\t%s\n", source)
+	_ = tw.Flush()
+	fmt.Fprintln(a.stdout, r.Verdict)
+	return nil
+}

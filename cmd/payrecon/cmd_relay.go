@@ -1,0 +1,106 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"payrecon/postgres"
+	"payrecon/relay"
+)
+
+type relayCmd struct {
+	Drain       bool  `help:"Apply every repair command that is due, then exit (commands waiting for a later retry are left and counted)."`
+	DeadLetters bool  `name:"dead-letters" help:"List repair commands River gave up on (discarded after their last attempt, or cancelled as invalid)."`
+	Retry       int64 `placeholder:"JOB_ID" help:"Retry a dead-lettered repair job now (after fixing its cause)."`
+	Workers     int   `default:"20" help:"Commands applied at once."`
+	MaxAttempts int   `name:"max-attempts" default:"8" help:"Attempts before a command is dead-lettered (set on commands queued from now on)."`
+	JSON        bool  `help:"Print JSON."`
+}
+
+func (c *relayCmd) Run(a *app) error {
+	pool, err := a.openMigratedDBWith(int32(c.Workers + 6))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{
+		Workers: c.Workers, MaxAttempts: c.MaxAttempts, Logger: a.logger.With("component", "relay"),
+		InsertOnly: !c.Drain && (c.DeadLetters || c.Retry != 0),
+	})
+	if err != nil {
+		return usageError{err}
+	}
+	switch {
+	case c.DeadLetters:
+		dl, err := rl.DeadLetters(a.ctx, 1000)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			if dl == nil {
+				dl = []relay.DeadLetter{}
+			}
+			return a.printJSON(dl)
+		}
+		if len(dl) == 0 {
+			fmt.Fprintln(a.stdout, "no dead letters")
+			return nil
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "JOB\tOUTBOX\tCOMMAND\tSTATE\tATTEMPTS\tWHEN\tLAST ERROR")
+		for _, d := range dl {
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%s\n", d.JobID, d.OutboxID, d.EventType, d.State, d.Attempts, ago(time.Now(), d.At), d.LastError)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(a.stdout, "retry one with: payrecon relay --retry JOB")
+		return nil
+	case c.Retry != 0:
+		job, err := rl.Retry(a.ctx, c.Retry)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return a.printJSON(job)
+		}
+		fmt.Fprintf(a.stdout, "job %d is %s again (attempt %d of %d); a running relay, `payrecon run` or `payrecon relay --drain` applies it\n",
+			job.ID, job.State, job.Attempt, job.MaxAttempts)
+		return nil
+	case c.Drain:
+		adopted, err := rl.EnqueueUnprocessed(a.ctx)
+		if err != nil {
+			return err
+		}
+		if adopted > 0 {
+			a.logger.Info("queued outbox commands that had no delivery job", "count", adopted)
+		}
+		rep, err := rl.Drain(a.ctx)
+		if err != nil {
+			return err
+		}
+		if c.JSON {
+			return a.printJSON(rep)
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "applied\t%d\t\n", rep.Applied)
+		fmt.Fprintf(tw, "already in target / done before\t%d\t\n", rep.AlreadyDone)
+		fmt.Fprintf(tw, "not applied, left for review\t%d\t\n", rep.Unapplied)
+		fmt.Fprintf(tw, "failed attempts\t%d\t\n", rep.Failed)
+		fmt.Fprintf(tw, "dead-lettered\t%d\t\n", rep.DeadLettered)
+		fmt.Fprintf(tw, "waiting for a later retry\t%d\t\n", rep.RetryLater)
+		fmt.Fprintf(tw, "took\t%s\t\n", rep.Duration.Round(time.Millisecond))
+		return tw.Flush()
+	}
+	a.logger.Info("applying repair commands continuously; stop with Ctrl-C", "workers", c.Workers)
+	if err := rl.Start(a.ctx); err != nil {
+		return err
+	}
+	<-a.ctx.Done()
+	if err := rl.Stop(contextWithoutCancel(a)); err != nil && !errors.Is(err, a.ctx.Err()) {
+		return err
+	}
+	return nil
+}

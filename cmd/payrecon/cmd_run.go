@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"payrecon/relay"
+	"payrecon/service"
+	"payrecon/stripeapi"
+)
+
+type runCmd struct {
+	stripeFlags
+	sweepFlags
+	WebhookSecret string        `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
+	HTTPAddr      string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Address for /webhooks/stripe, /metrics, /healthz, /readyz and the repair queue dashboard (/riverui/)."`
+	MinCycle      time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early)."`
+	Workers       int           `default:"20" help:"Repair commands applied at once."`
+	MaxAttempts   int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
+}
+
+func (c *runCmd) Run(a *app) error {
+	cfg, err := c.sweepFlags.config()
+	if err != nil {
+		return err
+	}
+	cfg.MinCycle = c.MinCycle
+	pool, err := a.openMigratedDBWith(int32(c.Workers + c.Concurrency + 8))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	svc, err := service.New(pool, service.Config{
+		HTTPAddr: c.HTTPAddr,
+		Sweep:    cfg,
+		RPS:      c.RPS,
+		Stripe: stripeapi.Config{
+			SecretKey: c.StripeSecretKey,
+			APIBase:   c.StripeAPIBase,
+			Timeout:   c.StripeTimeout,
+		},
+		WebhookSecrets: splitList(c.WebhookSecret),
+		Relay:          relay.Config{Workers: c.Workers, MaxAttempts: c.MaxAttempts},
+		Logger:         a.logger,
+	})
+	if err != nil {
+		return configError{err}
+	}
+	if err := a.checkStripe(svc.Gateway()); err != nil {
+		return err
+	}
+	err = svc.Run(a.ctx)
+	if errors.Is(err, context.Canceled) && a.ctx.Err() != nil {
+		return nil // SIGINT/SIGTERM: a clean stop
+	}
+	return err
+}
+
+func contextWithoutCancel(a *app) context.Context { return context.WithoutCancel(a.ctx) }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"payrecon"
+	"payrecon/postgres"
+	"payrecon/relay"
+)
+
+type statusCmd struct {
+	Estimate bool `help:"Use PostgreSQL's row estimate instead of count(*) (instant on very large tables)."`
+	JSON     bool `help:"Print JSON."`
+}
+
+func (c *statusCmd) Run(a *app) error {
+	pool, err := a.openMigratedDB()
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st, err := postgres.NewMonitor(pool).Status(a.ctx, time.Now(), !c.Estimate, relay.Kind)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(st)
+	}
+	printStatus(a.stdout, st)
+	return nil
+}
+
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return payrecon.FormatDuration(now.Sub(t)) + " ago"
+}
+
+func printStatus(w io.Writer, st postgres.Status) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	lag := "— (no payments)"
+	if st.LagKnown {
+		lag = payrecon.FormatDuration(st.Lag) + "\t(age of the row least recently verified)"
+	}
+	fmt.Fprintf(tw, "reconciliation lag\t%s\n", lag)
+	est := ""
+	if !st.RowsExact {
+		est = " (estimate)"
+	}
+	fmt.Fprintf(tw, "payments\t%d rows%s, %.0f new rows/h (last 24 h)\n", st.Rows, est, st.NewRowsPerHour)
+	var warnings []string
+	if len(st.Jobs) == 0 {
+		fmt.Fprintf(tw, "sweep\tnever run: start one with `payrecon scan --once` or `payrecon run`\n")
+	}
+	for _, j := range st.Jobs {
+		fmt.Fprintf(tw, "\njob %s\t\n", j.Job)
+		fmt.Fprintf(tw, "  current cycle\tstarted %s, %.0f%% swept (%d of %d rows)\n", ago(st.Now, j.CycleStartedAt), 100*j.Progress, j.CycleRows, st.Rows)
+		last := "never completed"
+		if !j.LastCycleCompletedAt.IsZero() {
+			last = fmt.Sprintf("%s, took %s (%d rows)", ago(st.Now, j.LastCycleCompletedAt), payrecon.FormatDuration(j.LastCycleDuration), j.LastCycleRows)
+		}
+		fmt.Fprintf(tw, "  last completed cycle\t%s\n", last)
+		if j.Throughput > 0 {
+			fmt.Fprintf(tw, "  throughput\t%.1f rows/s (measured)\n", j.Throughput)
+			fmt.Fprintf(tw, "  projected cycle time\t%s\n", j.Projection.Verdict)
+			if !j.Projection.Completes {
+				warnings = append(warnings, fmt.Sprintf("job %s: %s", j.Job, j.Projection.Verdict))
+			}
+		} else {
+			fmt.Fprintf(tw, "  throughput\tnot measured yet\n")
+		}
+		holder := "nobody (no sweeper running)"
+		if j.LeaseHolder != nil {
+			holder = j.LeaseHolder.String()
+		}
+		fmt.Fprintf(tw, "  swept by\t%s\n", holder)
+		if len(j.Rechecks) > 0 {
+			fmt.Fprintf(tw, "  rechecks queued\tunverifiable %d, grace window %d, changed %d\n",
+				j.Rechecks[payrecon.RecheckUnverifiable], j.Rechecks[payrecon.RecheckGrace], j.Rechecks[payrecon.RecheckChanged])
+		}
+	}
+	fmt.Fprintf(tw, "\nopen findings\t%d\n", st.OpenFindingsTotal)
+	for _, k := range payrecon.Kinds {
+		if n := st.OpenFindings[k]; n > 0 {
+			fmt.Fprintf(tw, "  %s\t%d\n", k, n)
+		}
+	}
+	backlog := fmt.Sprintf("%d waiting", st.OutboxBacklog)
+	if st.OutboxBacklog > 0 {
+		backlog += fmt.Sprintf(" (oldest queued %s)", ago(st.Now, st.OutboxOldest))
+	}
+	fmt.Fprintf(tw, "repair queue\t%s, %d dead letters\n", backlog, st.DeadLetters)
+	if st.DeadLetters > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d repair commands were dead-lettered: see `payrecon relay --dead-letters` and retry them with `payrecon relay --retry JOB_ID`", st.DeadLetters))
+	}
+	_ = tw.Flush()
+	for _, wmsg := range warnings {
+		fmt.Fprintf(w, "WARNING: %s\n", wmsg)
+	}
+}

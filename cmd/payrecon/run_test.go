@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"payrecon"
+	"payrecon/internal/pgtest"
+	"payrecon/stripesim"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitFor polls until check passes or the deadline passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, check func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func httpGet(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// payrecon run in-process: health, readiness, metrics, the webhook, the
+// sweep and the repair workers, then a clean stop on cancel.
+func TestRunInProcess(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.seed(t, [][2]string{{"pending", "succeeded"}, {"paid", "succeeded"}, {"pending", "requires_payment_method"}})
+	addr := freeAddr(t)
+	env := map[string]string{}
+	for k, v := range b.env {
+		env[k] = v
+	}
+	env["STRIPE_WEBHOOK_SECRET"] = "whsec_test_run"
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"run", "--http-addr", addr, "--grace", "0", "--min-cycle", "1h", "--log-format", "json"},
+			func(k string) string { return env[k] }, &out, &errb)
+	}()
+	base := "http://" + addr
+	waitFor(t, "/readyz", 30*time.Second, func() bool { code, _ := httpGet(base + "/readyz"); return code == 200 })
+	if code, body := httpGet(base + "/healthz"); code != 200 {
+		t.Errorf("/healthz = %d %s", code, body)
+	}
+	pool := pgtestPool(t, b.url)
+	// The sweep finds the missed success and the relay repairs it.
+	waitFor(t, "the missed success to be repaired", 30*time.Second, func() bool {
+		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE id = $1 AND status = 'paid' AND version = 1", ids[0]) == 1
+	})
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE payment_id = $1 AND resolution = 'repaired'", ids[0]); n != 1 {
+		t.Error("the repaired finding is not resolved as repaired")
+	}
+	// A signed webhook moves the third payment.
+	b.sim.Put(stripesim.Intent{ID: "pi_cli_0002", Status: payrecon.IntentSucceeded, Created: time.Now().Add(-time.Hour)})
+	payload := []byte(fmt.Sprintf(`{"id":"evt_run_1","object":"event","type":"payment_intent.succeeded","created":%d,"api_version":"2020-08-27","data":{"object":{"id":"pi_cli_0002","object":"payment_intent","status":"succeeded"}}}`, time.Now().Unix()))
+	req, _ := http.NewRequest("POST", base+"/webhooks/stripe", bytes.NewReader(payload))
+	req.Header.Set("Stripe-Signature", stripesim.SignatureHeader(payload, "whsec_test_run", time.Now()))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("webhook = %d", resp.StatusCode)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE id = $1 AND status = 'paid'", ids[2]); n != 1 {
+		t.Error("the webhook did not mark the payment paid")
+	}
+	code, metrics := httpGet(base + "/metrics")
+	for _, name := range []string{"payrecon_reconciliation_lag_seconds", "payrecon_sweep_rows_total", "payrecon_findings_open",
+		"payrecon_outbox_backlog", "payrecon_stripe_requests_total", "payrecon_stripe_limiter_rate_per_second",
+		"payrecon_repairs_total", "payrecon_sweep_projected_cycle_seconds", "payrecon_sweep_capacity_margin_rows_per_hour", "go_goroutines"} {
+		if code != 200 || !strings.Contains(metrics, name) {
+			t.Errorf("/metrics lacks %s (status %d)", name, code)
+		}
+	}
+	if code, _ := httpGet(base + "/riverui/"); code != 200 {
+		t.Errorf("/riverui/ = %d", code)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run returned %v after cancel; want nil (a clean stop)\n%s", err, errb.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not stop")
+	}
+	if !strings.Contains(errb.String(), `"msg":"stopped"`) {
+		t.Errorf("no structured stop log:\n%s", errb.String())
+	}
+}
+
+// proc is a payrecon process started from the built binary.
+type proc struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan error
+}
+
+func startBinary(t *testing.T, env map[string]string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	p := &proc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	cmd.Stderr = p.stderr
+	cmd.Stdout = p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+func (p *proc) wait(t *testing.T, timeout time.Duration) (int, bool) {
+	t.Helper()
+	select {
+	case <-p.done:
+		p.done <- nil // for the cleanup
+		return p.cmd.ProcessState.ExitCode(), true
+	case <-time.After(timeout):
+		return 0, false
+	}
+}
+
+func leaseHolderPID(t *testing.T, url string) int {
+	t.Helper()
+	pool := pgtestPool(t, url)
+	var app string
+	err := pool.QueryRow(context.Background(), `SELECT coalesce((SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'payrecon run%' LIMIT 1), '')`).Scan(&app)
+	if err != nil || app == "" {
+		return 0
+	}
+	var pid int
+	if i := strings.LastIndex(app, "pid "); i >= 0 {
+		fmt.Sscanf(app[i+4:], "%d", &pid)
+	}
+	return pid
+}
+
+// Two `payrecon run` processes on one database: one sweeps, the other
+// waits on the lease; when the first is killed, the second takes over, and
+// nothing is recorded twice.
+func TestTwoRunProcessesFailover(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rows := make([][2]string, 0, 300)
+	for i := 0; i < 300; i++ {
+		switch {
+		case i%10 == 0:
+			rows = append(rows, [2]string{"pending", "succeeded"})
+		case i%15 == 1:
+			rows = append(rows, [2]string{"paid", "canceled"})
+		default:
+			rows = append(rows, [2]string{"paid", "succeeded"})
+		}
+	}
+	b.seed(t, rows)
+	b.sim.SetFaults(stripesim.Faults{Latency: 5 * time.Millisecond})
+	args := []string{"run", "--grace", "0", "--min-cycle", "200ms", "--batch", "20", "--rps", "400", "--log-format", "json"}
+	p1 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t))...)
+	waitFor(t, "the first process to hold the lease", 30*time.Second, func() bool { return leaseHolderPID(t, b.url) == p1.cmd.Process.Pid })
+	p2 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t))...)
+	waitFor(t, "the second process to wait for the lease", 30*time.Second, func() bool {
+		return strings.Contains(p2.stderr.String(), "waiting for the sweep lease")
+	})
+	if pid := leaseHolderPID(t, b.url); pid != p1.cmd.Process.Pid {
+		t.Fatalf("lease holder %d, want the first process %d", pid, p1.cmd.Process.Pid)
+	}
+	pool := pgtestPool(t, b.url)
+	waitFor(t, "a batch or two", 30*time.Second, func() bool {
+		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NOT NULL") >= 40
+	})
+	if err := p1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	waitFor(t, "the second process to take over", 30*time.Second, func() bool { return leaseHolderPID(t, b.url) == p2.cmd.Process.Pid })
+	t.Logf("takeover after %s", time.Since(killed).Round(time.Millisecond))
+	waitFor(t, "two completed cycles and every repair applied", 60*time.Second, func() bool {
+		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NULL") == 0 &&
+			pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE status = 'pending'") == 0 &&
+			pgtest.Count(t, pool, "SELECT count(*) FROM outbox WHERE processed_at IS NULL") == 0
+	})
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM (SELECT payment_id, kind FROM reconciliation_findings GROUP BY 1, 2 HAVING count(*) > 1) d"); n != 0 {
+		t.Errorf("%d findings recorded twice", n)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM (SELECT aggregate_id FROM outbox GROUP BY 1 HAVING count(*) > 1) d"); n != 0 {
+		t.Errorf("%d payments with two repair commands", n)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE version > 1"); n != 0 {
+		t.Errorf("%d payments transitioned twice", n)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missed_success'"); n != 30 {
+		t.Errorf("%d missed_success findings, want 30", n)
+	}
+	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code, ok := p2.wait(t, 30*time.Second); !ok || code != 0 {
+		t.Errorf("SIGTERM: exited=%v code=%d\n%s", ok, code, p2.stderr.String())
+	}
+}
+
+// SIGTERM in the middle of a batch: the process exits 0 and the batch is
+// either committed whole or not at all: exactly the rows up to the cursor
+// are verified.
+func TestSIGTERMDuringBatchLeavesNothingHalfWritten(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rows := make([][2]string, 400)
+	for i := range rows {
+		rows[i] = [2]string{"paid", "succeeded"}
+	}
+	b.seed(t, rows)
+	b.sim.SetFaults(stripesim.Faults{Latency: 30 * time.Millisecond})
+	p := startBinary(t, b.env, "run", "--http-addr", freeAddr(t), "--grace", "0", "--batch", "100", "--concurrency", "4", "--rps", "0", "--mode", "retrieve")
+	pool := pgtestPool(t, b.url)
+	waitFor(t, "the first batch", 30*time.Second, func() bool {
+		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NOT NULL") > 0
+	})
+	// The next batch is now in progress (100 rows × 30 ms / 4 ≈ 750 ms).
+	time.Sleep(200 * time.Millisecond)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, ok := p.wait(t, 30*time.Second)
+	if !ok || code != 0 {
+		t.Fatalf("exited=%v code=%d\n%s", ok, code, p.stderr.String())
+	}
+	var cursor, verified, maxVerified int64
+	if err := pool.QueryRow(context.Background(), "SELECT last_id FROM reconciliation_cursor").Scan(&cursor); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(context.Background(), "SELECT count(*), coalesce(max(id), 0) FROM payments WHERE last_reconciled_at IS NOT NULL").Scan(&verified, &maxVerified); err != nil {
+		t.Fatal(err)
+	}
+	below := int64(pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE id <= $1", cursor))
+	if cursor == 0 || verified != below || maxVerified != cursor || verified%100 != 0 {
+		t.Errorf("cursor %d, %d rows verified up to id %d (%d rows at or below the cursor): a batch was half-written", cursor, verified, maxVerified, below)
+	}
+	if !strings.Contains(p.stderr.String(), "stopped") {
+		t.Errorf("no clean stop in the log:\n%s", p.stderr.String())
+	}
+}
+
+var _ = bufio.NewScanner

@@ -1,0 +1,122 @@
+package postgres
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"payrecon"
+)
+
+// Collector exposes the database's reconciliation figures to Prometheus,
+// read on each scrape with the planner's row estimate (never count(*)).
+type Collector struct {
+	monitor    *Monitor
+	repairKind string
+	clock      payrecon.Clock
+	logger     *slog.Logger
+	timeout    time.Duration
+
+	up, lag, rows, growth, openFindings, backlog, backlogAge, deadLetters    *prometheus.Desc
+	cycleAge, sinceCycle, lastCycle, progress, throughput, projected, margin *prometheus.Desc
+	rechecks                                                                 *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// NewCollector returns a collector on monitor; repairKind is River's job
+// kind for repair commands (for dead letters).
+func NewCollector(monitor *Monitor, repairKind string, clock payrecon.Clock, logger *slog.Logger) *Collector {
+	if clock == nil {
+		clock = payrecon.SystemClock{}
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &Collector{
+		monitor: monitor, repairKind: repairKind, clock: clock, logger: logger, timeout: 5 * time.Second,
+		up:           d("payrecon_monitor_up", "1 when the reconciliation figures could be read from the database."),
+		lag:          d("payrecon_reconciliation_lag_seconds", "Age of the verification of the row least recently verified (its creation if never)."),
+		rows:         d("payrecon_payments_rows", "Rows in payments (planner estimate)."),
+		growth:       d("payrecon_payments_new_rows_per_hour", "New payments rows per hour over the last 24 hours (G)."),
+		openFindings: d("payrecon_findings_open", "Open findings, by kind.", "kind"),
+		backlog:      d("payrecon_outbox_backlog", "Repair commands in the outbox not yet applied."),
+		backlogAge:   d("payrecon_outbox_oldest_age_seconds", "Age of the oldest unapplied repair command (0 when none)."),
+		deadLetters:  d("payrecon_outbox_dead_letters", "Repair deliveries River gave up on (discarded or cancelled), waiting for an operator."),
+		cycleAge:     d("payrecon_sweep_cycle_age_seconds", "Age of the current sweep cycle.", "job"),
+		sinceCycle:   d("payrecon_sweep_since_last_cycle_seconds", "Time since the last completed cycle (absent when none completed).", "job"),
+		lastCycle:    d("payrecon_sweep_cycle_duration_seconds", "Duration of the last completed cycle.", "job"),
+		progress:     d("payrecon_sweep_cycle_progress_ratio", "Share of the table swept in the current cycle.", "job"),
+		throughput:   d("payrecon_sweep_throughput_rows_per_second", "Measured sweep throughput (rows per second of sweeping).", "job"),
+		projected:    d("payrecon_sweep_projected_cycle_seconds", "Projected cycle time from N, G and the measured throughput; +Inf when a cycle never completes.", "job"),
+		margin:       d("payrecon_sweep_capacity_margin_rows_per_hour", "Sweep capacity minus growth (B × R − G); a cycle never completes when ≤ 0.", "job"),
+		rechecks:     d("payrecon_sweep_rechecks_queued", "Rows queued for an early recheck, by reason.", "job", "reason"),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.up, c.lag, c.rows, c.growth, c.openFindings, c.backlog, c.backlogAge, c.deadLetters,
+		c.cycleAge, c.sinceCycle, c.lastCycle, c.progress, c.throughput, c.projected, c.margin, c.rechecks} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	st, err := c.monitor.Status(ctx, c.clock.Now(), false, c.repairKind)
+	if err != nil {
+		c.logger.Warn("read reconciliation figures for metrics", "error", err)
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
+		return
+	}
+	g := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	g(c.up, 1)
+	if st.LagKnown {
+		g(c.lag, st.Lag.Seconds())
+	}
+	g(c.rows, float64(st.Rows))
+	g(c.growth, st.NewRowsPerHour)
+	for _, k := range payrecon.Kinds {
+		g(c.openFindings, float64(st.OpenFindings[k]), string(k))
+	}
+	g(c.backlog, float64(st.OutboxBacklog))
+	age := 0.0
+	if !st.OutboxOldest.IsZero() {
+		age = st.Now.Sub(st.OutboxOldest).Seconds()
+	}
+	g(c.backlogAge, age)
+	g(c.deadLetters, float64(st.DeadLetters))
+	for _, j := range st.Jobs {
+		g(c.cycleAge, j.CycleAge.Seconds(), j.Job)
+		if !j.LastCycleCompletedAt.IsZero() {
+			g(c.sinceCycle, j.SinceLastCycle.Seconds(), j.Job)
+			g(c.lastCycle, j.LastCycleDuration.Seconds(), j.Job)
+		}
+		g(c.progress, j.Progress, j.Job)
+		g(c.throughput, j.Throughput, j.Job)
+		if j.Throughput > 0 {
+			proj := j.Projection.CycleTime.Seconds()
+			if !j.Projection.Completes {
+				proj = posInf
+			}
+			g(c.projected, proj, j.Job)
+			g(c.margin, j.Projection.MarginPerHour, j.Job)
+		}
+		for _, reason := range []string{payrecon.RecheckUnverifiable, payrecon.RecheckGrace, payrecon.RecheckChanged} {
+			g(c.rechecks, float64(j.Rechecks[reason]), j.Job, reason)
+		}
+	}
+}
+
+var posInf = math.Inf(1)

@@ -1,0 +1,123 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"payrecon"
+)
+
+// Status is everything `payrecon status` and the metrics report, read in
+// a handful of cheap queries.
+type Status struct {
+	Now time.Time `json:"now"`
+	// Rows is the size of payments: exact when RowsExact, else PostgreSQL's
+	// planner estimate (cheap on any table size).
+	Rows      int64 `json:"rows"`
+	RowsExact bool  `json:"rows_exact"`
+	// NewRowsPerHour is the growth G, measured over the last 24 hours.
+	NewRowsPerHour float64 `json:"new_rows_per_hour"`
+	// Lag is the reconciliation lag; LagKnown is false on an empty table.
+	Lag      time.Duration `json:"lag_ns"`
+	LagKnown bool          `json:"lag_known"`
+	Jobs     []JobStatus   `json:"jobs"`
+	// OpenFindings counts open findings by kind.
+	OpenFindings      map[payrecon.Kind]int64 `json:"open_findings"`
+	OpenFindingsTotal int64                   `json:"open_findings_total"`
+	// OutboxBacklog counts repair commands not yet applied; OutboxOldest is
+	// the creation time of the oldest of them.
+	OutboxBacklog int64     `json:"outbox_backlog"`
+	OutboxOldest  time.Time `json:"outbox_oldest,omitzero"`
+	// DeadLetters counts repair deliveries River gave up on (discarded or
+	// cancelled), waiting for an operator.
+	DeadLetters int64 `json:"dead_letters"`
+}
+
+// JobStatus is one sweep job's progress and projection.
+type JobStatus struct {
+	Cycle
+	// Progress is the share of the table swept in the current cycle.
+	Progress float64 `json:"progress"`
+	// Throughput is the measured sweep rate, rows per second of sweeping.
+	Throughput float64 `json:"throughput_rows_per_second"`
+	// Projection is the cycle-time arithmetic on live figures: N rows, G new
+	// rows an hour, the measured throughput.
+	Projection payrecon.PlanResult `json:"projection"`
+	// Rechecks counts rows queued for an early recheck, by reason.
+	Rechecks map[string]int `json:"rechecks"`
+	// LeaseHolder is the session sweeping the job now, if any.
+	LeaseHolder *LeaseHolder `json:"lease_holder,omitempty"`
+}
+
+// Status reads the figures. With exact, the row count is count(*) (a scan
+// of the table); otherwise the planner's estimate, which is what metrics
+// use on every scrape. repairKind is River's job kind for repair commands.
+func (m *Monitor) Status(ctx context.Context, now time.Time, exact bool, repairKind string) (Status, error) {
+	st := Status{Now: now, RowsExact: exact}
+	rowsSQL := `SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'payments'::regclass`
+	if exact {
+		rowsSQL = "SELECT count(*) FROM payments"
+	}
+	if err := m.pool.QueryRow(ctx, rowsSQL).Scan(&st.Rows); err != nil {
+		return st, fmt.Errorf("count payments: %w", err)
+	}
+	var day int64
+	if err := m.pool.QueryRow(ctx, "SELECT count(*) FROM payments WHERE created_at > $1", now.Add(-24*time.Hour)).Scan(&day); err != nil {
+		return st, fmt.Errorf("count new payments: %w", err)
+	}
+	st.NewRowsPerHour = float64(day) / 24
+	if !exact && st.Rows < day {
+		st.Rows = day // a fresh table whose statistics lag behind
+	}
+	var err error
+	if st.Lag, st.LagKnown, err = m.Lag(ctx, now); err != nil {
+		return st, err
+	}
+	cycles, err := m.Cycles(ctx, now)
+	if err != nil {
+		return st, err
+	}
+	for _, c := range cycles {
+		j := JobStatus{Cycle: c, Throughput: c.Throughput(), Rechecks: map[string]int{}}
+		if st.Rows > 0 {
+			j.Progress = min(1, float64(c.CycleRows)/float64(st.Rows))
+		}
+		j.Projection = payrecon.Plan(payrecon.PlanInput{Rows: st.Rows, GrowthPerHour: st.NewRowsPerHour, RowsPerSecond: j.Throughput})
+		if j.LeaseHolder, err = LeaseHolderOf(ctx, m.pool, c.Job); err != nil {
+			return st, err
+		}
+		rows, err := m.pool.Query(ctx, "SELECT reason, count(*)::int FROM reconciliation_recheck WHERE job = $1 GROUP BY reason", c.Job)
+		if err != nil {
+			return st, fmt.Errorf("count rechecks: %w", err)
+		}
+		for rows.Next() {
+			var reason string
+			var n int
+			if err := rows.Scan(&reason, &n); err != nil {
+				rows.Close()
+				return st, fmt.Errorf("count rechecks: %w", err)
+			}
+			j.Rechecks[reason] = n
+		}
+		rows.Close()
+		st.Jobs = append(st.Jobs, j)
+	}
+	if st.OpenFindings, err = m.OpenFindingsByKind(ctx); err != nil {
+		return st, err
+	}
+	for _, n := range st.OpenFindings {
+		st.OpenFindingsTotal += n
+	}
+	var oldest *time.Time
+	if err := m.pool.QueryRow(ctx, "SELECT count(*), min(created_at) FROM outbox WHERE processed_at IS NULL").Scan(&st.OutboxBacklog, &oldest); err != nil {
+		return st, fmt.Errorf("count outbox backlog: %w", err)
+	}
+	if oldest != nil {
+		st.OutboxOldest = *oldest
+	}
+	if err := m.pool.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = $1 AND state IN ('discarded', 'cancelled')", repairKind).Scan(&st.DeadLetters); err != nil {
+		return st, fmt.Errorf("count dead letters: %w", err)
+	}
+	return st, nil
+}

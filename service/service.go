@@ -1,0 +1,288 @@
+// Package service is the long-running payrecon process (`payrecon run`):
+// the continuous sweep, the repair workers, the Stripe webhook endpoint,
+// metrics and health, wired together and stopped together.
+//
+// Only one replica sweeps a job at a time: the sweep waits for the job's
+// lease (a PostgreSQL advisory lock), so a second replica serves webhooks
+// and works repairs while it waits, and takes over the sweep as soon as the
+// first one's session ends. River elects its own leader for its maintenance.
+//
+// On SIGINT or SIGTERM (the end of Run's context) the service stops
+// readiness first, lets the sweep finish and commit the batch in progress,
+// lets in-flight HTTP requests finish, stops the repair workers after the
+// commands they are applying, and returns nil.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"riverqueue.com/riverui"
+
+	"payrecon"
+	"payrecon/httpapi"
+	"payrecon/postgres"
+	"payrecon/relay"
+	"payrecon/stripeapi"
+	"payrecon/sweep"
+)
+
+// Config configures the service.
+type Config struct {
+	// HTTPAddr is where the HTTP server listens (default 127.0.0.1:8080;
+	// port 0 picks a free one, see Addr).
+	HTTPAddr string
+	// Sweep configures the continuous sweep.
+	Sweep sweep.Config
+	// RPS is the Stripe request budget per second (0: unlimited).
+	RPS float64
+	// Stripe configures the Stripe client; its Logger, ObserveFunc and
+	// RateLimitedFunc are set by the service.
+	Stripe stripeapi.Config
+	// Gateway, when set, is used instead of building one from Stripe.
+	Gateway payrecon.Gateway
+	// WebhookSecrets are the webhook signing secrets; none disables the
+	// webhook endpoint (it answers 404).
+	WebhookSecrets []string
+	// Relay configures the repair workers.
+	Relay relay.Config
+	// ShutdownTimeout bounds each stage of the shutdown (default 20 s).
+	ShutdownTimeout time.Duration
+	// Logger receives the service's logs; nil discards them.
+	Logger *slog.Logger
+	// Clock is the time written to the database; default the system clock.
+	Clock payrecon.Clock
+	// SweepProgress, when set, hears about every sweep batch.
+	SweepProgress sweep.ProgressFunc
+	// Ready, when set, is called once the HTTP server listens.
+	Ready func(addr string)
+}
+
+// Service is a configured payrecon process.
+type Service struct {
+	cfg      Config
+	pool     *pgxpool.Pool
+	log      *slog.Logger
+	registry *prometheus.Registry
+	sweeper  *sweep.Sweeper
+	relay    *relay.Relay
+	handler  http.Handler
+	gateway  payrecon.Gateway
+	limiter  *sweep.Limiter
+	ui       *riverui.Handler
+
+	stopping   atomic.Bool
+	migrations atomic.Int64 // unix nanos of the last successful migrations check
+	addr       atomic.Value
+}
+
+// New builds the service on pool (which must be migrated).
+func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
+	if cfg.HTTPAddr == "" {
+		cfg.HTTPAddr = "127.0.0.1:8080"
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 20 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = payrecon.SystemClock{}
+	}
+	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry()}
+	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	s.limiter = sweep.NewLimiter(cfg.RPS)
+	gw := cfg.Gateway
+	if gw == nil {
+		sc := cfg.Stripe
+		sc.Logger = cfg.Logger.With("component", "stripe")
+		sc.ObserveFunc = stripeapi.NewMetrics(s.registry)
+		sc.RateLimitedFunc = s.limiter.OnRateLimited
+		g, err := stripeapi.New(sc)
+		if err != nil {
+			return nil, err
+		}
+		gw = g
+	}
+	s.gateway = gw
+	s.registry.MustRegister(sweep.LimiterCollector(s.limiter)...)
+
+	writer := postgres.NewWriter(cfg.Clock)
+	rc := cfg.Relay
+	rc.Logger = cfg.Logger.With("component", "relay")
+	rc.Clock = cfg.Clock
+	rc.Registerer = s.registry
+	if rc.Workers == 0 {
+		// The pool must have room for them (relay.Config.Workers).
+		rc.Workers = max(2, min(relay.WorkersDefault, int(pool.Config().MaxConns)-6))
+	}
+	rl, err := relay.New(pool, writer, rc)
+	if err != nil {
+		return nil, err
+	}
+	s.relay = rl
+
+	store := postgres.NewStore(pool)
+	store.EnqueueFunc = rl.EnqueueFunc()
+	sw := sweep.New(store, gw, cfg.Sweep)
+	sw.Limiter = s.limiter
+	sw.Clock = cfg.Clock
+	sw.Logger = cfg.Logger.With("component", "sweep")
+	sw.Observer = sweep.NewMetrics(s.registry)
+	sw.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+		return postgres.AcquireLease(ctx, pool, job, wait)
+	}
+	s.sweeper = sw
+	s.registry.MustRegister(postgres.NewCollector(postgres.NewMonitor(pool), relay.Kind, cfg.Clock, cfg.Logger.With("component", "metrics")))
+	ui, err := rl.UIHandler(relay.UIPrefix)
+	if err != nil {
+		return nil, err
+	}
+	s.ui = ui
+
+	deps := httpapi.Deps{
+		Logger:      cfg.Logger.With("component", "http"),
+		Clock:       cfg.Clock,
+		DB:          pool,
+		Writer:      writer,
+		Webhook:     httpapi.WebhookConfig{Secrets: cfg.WebhookSecrets},
+		Metrics:     promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}),
+		Ready:       http.HandlerFunc(s.handleReady),
+		Queue:       ui,
+		QueuePrefix: relay.UIPrefix,
+	}
+	if len(cfg.WebhookSecrets) == 0 {
+		cfg.Logger.Warn("STRIPE_WEBHOOK_SECRET is not set: the webhook endpoint is disabled (404)")
+	}
+	if err := deps.Validate(); err != nil {
+		return nil, err
+	}
+	s.handler = httpapi.NewServer(deps)
+	return s, nil
+}
+
+// Gateway returns the Stripe gateway the sweep uses.
+func (s *Service) Gateway() payrecon.Gateway { return s.gateway }
+
+// Registry returns the service's metrics registry.
+func (s *Service) Registry() *prometheus.Registry { return s.registry }
+
+// Addr returns the address the HTTP server listens on, once it does.
+func (s *Service) Addr() string {
+	a, _ := s.addr.Load().(string)
+	return a
+}
+
+// handleReady: 200 when the database answers, the schema is current and the
+// service is not shutting down; 503 with the reason otherwise.
+func (s *Service) handleReady(w http.ResponseWriter, r *http.Request) {
+	fail := func(reason string) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintln(w, "not ready:", reason)
+	}
+	if s.stopping.Load() {
+		fail("shutting down")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		fail("database unreachable")
+		return
+	}
+	if last := s.migrations.Load(); time.Since(time.Unix(0, last)) > 30*time.Second {
+		if err := postgres.CheckMigrations(ctx, s.pool); err != nil {
+			fail("migrations pending: run `payrecon migrate`")
+			return
+		}
+		s.migrations.Store(time.Now().UnixNano())
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintln(w, "ready")
+}
+
+// Run serves until ctx ends (returns nil after a clean shutdown) or a
+// component fails (returns its error after stopping the others): a
+// configuration error from Stripe, an outage longer than the sweep's
+// patience, a listener that cannot bind.
+func (s *Service) Run(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (--http-addr): %w", s.cfg.HTTPAddr, err)
+	}
+	s.addr.Store(ln.Addr().String())
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if err := s.relay.Start(runCtx); err != nil {
+		ln.Close()
+		return fmt.Errorf("start repair workers: %w", err)
+	}
+	if err := s.ui.Start(runCtx); err != nil {
+		ln.Close()
+		_ = s.relay.Stop(context.WithoutCancel(ctx))
+		return fmt.Errorf("start queue dashboard: %w", err)
+	}
+
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	fail := func(err error) {
+		if err != nil {
+			errOnce.Do(func() { firstErr = err })
+		}
+		cancel()
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fail(fmt.Errorf("http server: %w", err))
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		err := s.sweeper.Run(runCtx, s.cfg.SweepProgress)
+		if err != nil {
+			fail(fmt.Errorf("sweep: %w", err))
+		}
+	}()
+	s.log.Info("payrecon is running", "http_addr", s.Addr(), "job", s.sweeper.Config().Job, "rps", s.cfg.RPS)
+	if s.cfg.Ready != nil {
+		s.cfg.Ready(s.Addr())
+	}
+
+	<-runCtx.Done()
+	s.stopping.Store(true)
+	s.log.Info("shutting down: finishing the batch in progress, in-flight requests and repairs")
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn("http server did not finish in time; abandoning in-flight requests", "error", err)
+		_ = srv.Close()
+	}
+	wg.Wait() // the sweep returns after its batch in progress commits (or is discarded whole)
+	if err := s.relay.Stop(sctx); err != nil {
+		s.log.Warn("repair workers did not stop cleanly", "error", err)
+	}
+	s.log.Info("stopped")
+	return firstErr
+}

@@ -1,0 +1,107 @@
+package sweep
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"payrecon"
+)
+
+// Metrics is the sweep's Prometheus instrumentation; it implements Observer.
+type Metrics struct {
+	rows          *prometheus.CounterVec
+	batches       *prometheus.CounterVec
+	batchDuration *prometheus.HistogramVec
+	opened        *prometheus.CounterVec
+	resolved      *prometheus.CounterVec
+	commands      *prometheus.CounterVec
+	cycles        *prometheus.CounterVec
+	cycleDuration *prometheus.GaugeVec
+	pauses        *prometheus.CounterVec
+}
+
+var _ Observer = (*Metrics)(nil)
+
+// NewMetrics registers the sweep's metrics with reg (nil: not registered,
+// as in tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payrecon_sweep_rows_total", Help: "Rows checked by the sweep, by verdict.",
+		}, []string{"job", "verdict"}),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payrecon_sweep_batches_total", Help: "Batches committed.",
+		}, []string{"job"}),
+		batchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "payrecon_sweep_batch_duration_seconds", Help: "Time to read, check and commit one batch.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 12),
+		}, []string{"job"}),
+		opened: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payrecon_findings_opened_total", Help: "Findings opened, by kind.",
+		}, []string{"job", "kind"}),
+		resolved: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payrecon_findings_resolved_by_sweep_total", Help: "Findings the sweep resolved (healed, superseded, local row appeared), by kind.",
+		}, []string{"job", "kind"}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payrecon_sweep_repair_commands_total", Help: "Repair commands queued to the outbox.",
+		}, []string{"job"}),
+		cycles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payrecon_sweep_cycles_total", Help: "Cycles completed (cursor wrapped).",
+		}, []string{"job"}),
+		cycleDuration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "payrecon_sweep_last_cycle_duration_seconds", Help: "Duration of the last cycle this process completed.",
+		}, []string{"job"}),
+		pauses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payrecon_sweep_outage_pauses_total", Help: "Pauses because most Stripe calls of a batch failed.",
+		}, []string{"job", "reason"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.rows, m.batches, m.batchDuration, m.opened, m.resolved, m.commands, m.cycles, m.cycleDuration, m.pauses)
+	}
+	return m
+}
+
+// BatchDone implements Observer.
+func (m *Metrics) BatchDone(job string, r BatchReport, d time.Duration) {
+	for v, n := range r.Counts {
+		m.rows.WithLabelValues(job, string(v)).Add(float64(n))
+	}
+	for k, n := range r.Opened {
+		m.opened.WithLabelValues(job, string(k)).Add(float64(n))
+	}
+	for k, n := range r.Closed {
+		m.resolved.WithLabelValues(job, string(k)).Add(float64(n))
+	}
+	m.commands.WithLabelValues(job).Add(float64(r.Commands))
+	m.batches.WithLabelValues(job).Inc()
+	m.batchDuration.WithLabelValues(job).Observe(d.Seconds())
+}
+
+// CycleDone implements Observer.
+func (m *Metrics) CycleDone(job string, r CycleReport) {
+	m.cycles.WithLabelValues(job).Inc()
+	m.cycleDuration.WithLabelValues(job).Set(r.Duration.Seconds())
+}
+
+// Paused implements Observer.
+func (m *Metrics) Paused(job string, err error) {
+	reason := "outage"
+	if errors.Is(err, payrecon.ErrConcurrentRun) {
+		reason = "concurrent_run"
+	}
+	m.pauses.WithLabelValues(job, reason).Inc()
+}
+
+// LimiterCollector exposes the limiter's current rate and budget.
+func LimiterCollector(l *Limiter) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "payrecon_stripe_limiter_rate_per_second", Help: "Current Stripe request rate allowed by the adaptive limiter (lower than the budget after 429s).",
+		}, func() float64 { return l.Limit() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "payrecon_stripe_limiter_budget_per_second", Help: "Configured Stripe request budget (--rps).",
+		}, func() float64 { return l.Budget() }),
+	}
+}
