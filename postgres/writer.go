@@ -2,10 +2,9 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -138,91 +137,69 @@ func (e *InvalidCommandError) Error() string {
 // command's target state afterwards; otherwise it stays open with the
 // outcome noted. A finding that was already resolved (healed, superseded,
 // or closed by a person) is not acted on. Applying the same row twice does
-// nothing the second time.
+// nothing the second time. All of it is one statement, one round trip
+// (queries/apply_repair.sql): this is the relay's hot path.
 func (w *Writer) ApplyRepair(ctx context.Context, tx pgx.Tx, outboxID int64) (RepairResult, error) {
 	res := RepairResult{OutboxID: outboxID}
+	cmds, targets, froms := w.transitionArrays()
 	var (
-		eventType string
-		payload   []byte
-		processed *time.Time
+		eventType                         string
+		processed, unknown, findingAbsent bool
+		payloadErr                        *string
+		paymentID, version, findingID     *int64
+		outcome, before, after, recorded  *string
 	)
-	err := tx.QueryRow(ctx, "SELECT event_type, payload, processed_at FROM outbox WHERE id = $1 FOR UPDATE", outboxID).
-		Scan(&eventType, &payload, &processed)
+	err := tx.QueryRow(ctx, query("apply_repair"), outboxID, cmds, targets, froms, w.Clock.Now(), "outbox:").Scan(
+		&eventType, &processed, &unknown, &payloadErr, &findingAbsent, &findingID,
+		&paymentID, &outcome, &before, &after, &version, &res.Resolved, &recorded)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, &InvalidCommandError{OutboxID: outboxID, Reason: "no such outbox row"}
 	}
 	if err != nil {
-		return res, fmt.Errorf("load outbox command %d: %w", outboxID, err)
+		return res, fmt.Errorf("apply outbox command %d: %w", outboxID, err)
 	}
 	res.Command = payrecon.Command(eventType)
-	if processed != nil {
+	switch {
+	case processed:
 		res.AlreadyProcessed = true
 		return res, nil
-	}
-	t, ok := payrecon.TransitionFor(res.Command)
-	if !ok {
+	case unknown:
 		return res, &InvalidCommandError{OutboxID: outboxID, Reason: fmt.Sprintf("unknown event_type %q", eventType)}
+	case payloadErr != nil:
+		return res, &InvalidCommandError{OutboxID: outboxID, Reason: *payloadErr}
+	case findingAbsent:
+		return res, &InvalidCommandError{OutboxID: outboxID, Reason: fmt.Sprintf("finding %d does not exist", *findingID)}
 	}
-	var p RepairPayload
-	if err := json.Unmarshal(payload, &p); err != nil {
-		return res, &InvalidCommandError{OutboxID: outboxID, Reason: fmt.Sprintf("payload is not valid JSON: %v", err)}
+	if recorded != nil {
+		res.Outcome = *recorded
 	}
-	if p.PaymentID <= 0 {
-		return res, &InvalidCommandError{OutboxID: outboxID, Reason: "payload has no payment_id"}
+	if outcome == nil { // the finding was already resolved: recorded as skipped
+		return res, nil
 	}
-	now := w.Clock.Now()
-	if p.FindingID != 0 {
-		var resolvedAt *time.Time
-		err := tx.QueryRow(ctx, "SELECT resolved_at FROM reconciliation_findings WHERE id = $1 FOR UPDATE", p.FindingID).Scan(&resolvedAt)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return res, &InvalidCommandError{OutboxID: outboxID, Reason: fmt.Sprintf("finding %d does not exist", p.FindingID)}
-		}
-		if err != nil {
-			return res, fmt.Errorf("load finding %d of outbox command %d: %w", p.FindingID, outboxID, err)
-		}
-		if resolvedAt != nil {
-			res.Outcome = "skipped: finding already resolved"
-			return res, w.markProcessed(ctx, tx, outboxID, res.Outcome, now)
-		}
+	res.Apply.Outcome = payrecon.Outcome(*outcome)
+	if paymentID != nil {
+		res.Apply.PaymentID = *paymentID
 	}
-	res.Apply, err = w.Apply(ctx, tx, res.Command, PaymentRef{ID: p.PaymentID})
-	if err != nil {
-		return res, err
+	if before != nil {
+		res.Apply.Before, res.Apply.After = payrecon.LocalStatus(*before), payrecon.LocalStatus(*before)
 	}
-	inTarget := res.Apply.After == t.To && res.Apply.Outcome != payrecon.PaymentMissing
-	res.Outcome = string(res.Apply.Outcome)
-	if !inTarget {
-		res.Outcome = fmt.Sprintf("%s: payment is %s, not %s", res.Apply.Outcome, orNone(res.Apply.After), t.To)
+	if after != nil {
+		res.Apply.After, res.Apply.Version = payrecon.LocalStatus(*after), *version
 	}
-	if p.FindingID != 0 {
-		if inTarget {
-			resolution := payrecon.ResolvedRepaired
-			if res.Apply.Outcome == payrecon.AlreadyInTarget {
-				resolution = payrecon.ResolvedAlreadyInTarget
-			}
-			tag, err := tx.Exec(ctx, query("resolve_finding"), p.FindingID, now, string(resolution),
-				fmt.Sprintf("outbox:%d", outboxID), res.Outcome)
-			if err != nil {
-				return res, fmt.Errorf("resolve finding %d: %w", p.FindingID, err)
-			}
-			res.Resolved = tag.RowsAffected() == 1
-		} else if _, err := tx.Exec(ctx, query("note_repair_outcome"), p.FindingID, res.Outcome); err != nil {
-			return res, fmt.Errorf("note repair outcome on finding %d: %w", p.FindingID, err)
-		}
-	}
-	return res, w.markProcessed(ctx, tx, outboxID, res.Outcome, now)
+	return res, nil
 }
 
-func (w *Writer) markProcessed(ctx context.Context, tx pgx.Tx, outboxID int64, outcome string, now time.Time) error {
-	if _, err := tx.Exec(ctx, "UPDATE outbox SET processed_at = $2, outcome = $3, last_error = NULL WHERE id = $1", outboxID, now, outcome); err != nil {
-		return fmt.Errorf("mark outbox command %d processed: %w", outboxID, err)
+// transitionArrays is the transition table as the parallel arrays
+// apply_repair.sql joins against.
+func (w *Writer) transitionArrays() (cmds, targets, froms []string) {
+	for _, t := range payrecon.Transitions() {
+		from := make([]string, len(t.From))
+		for i, f := range t.From {
+			from[i] = string(f)
+		}
+		cmds = append(cmds, string(t.Command))
+		targets = append(targets, string(t.To))
+		froms = append(froms, strings.Join(from, ","))
 	}
-	return nil
-}
-
-func orNone(s payrecon.LocalStatus) string {
-	if s == "" {
-		return "(missing)"
-	}
-	return string(s)
+	return cmds, targets, froms
 }

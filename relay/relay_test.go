@@ -188,8 +188,8 @@ func TestInvalidCommandsAreDeadLetteredAtOnce(t *testing.T) {
 	pid := pgtest.InsertPayments(t, b.pool, []pgtest.Payment{{IntentID: "pi_x", Status: payrecon.StatusPending}})[0]
 	cases := map[int64]string{
 		b.insertCommand(t, "RefundEverything", `{"payment_id": 1}`):                        `unknown event_type "RefundEverything"`,
-		b.insertCommand(t, "ApplyPaymentSucceeded", `{"finding_id": 1}`):                   "payload has no payment_id",
-		b.insertCommand(t, "ApplyPaymentSucceeded", `{"payment_id": "seven"}`):             "payload is not valid JSON",
+		b.insertCommand(t, "ApplyPaymentSucceeded", `{"finding_id": 1}`):                   "payload has no valid payment_id",
+		b.insertCommand(t, "ApplyPaymentSucceeded", `{"payment_id": "seven"}`):             "payload has no valid payment_id",
 		b.insertCommand(t, "ApplyPaymentSucceeded", `{"payment_id": 1, "finding_id": 99}`): "finding 99 does not exist",
 	}
 	waitFor(t, "four dead letters", 10*time.Second, func() bool {
