@@ -213,3 +213,7 @@ func TestConfigRedactsSecrets(t *testing.T) {
 		}
 	}
 }
+
+func stripesimIntent(id string, s payrecon.StripeStatus) stripesim.Intent {
+	return stripesim.Intent{ID: id, Status: s, Created: time.Now().Add(-time.Hour)}
+}
