@@ -20,6 +20,7 @@ type Metrics struct {
 	cycles        *prometheus.CounterVec
 	cycleDuration *prometheus.GaugeVec
 	pauses        *prometheus.CounterVec
+	leased        *prometheus.GaugeVec
 }
 
 var _ Observer = (*Metrics)(nil)
@@ -53,12 +54,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		cycleDuration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "payrecon_sweep_last_cycle_duration_seconds", Help: "Duration of the last cycle this process completed.",
 		}, []string{"job"}),
+		leased: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "payrecon_sweep_lease_held", Help: "1 while this process holds the job's sweep lease (exactly one replica should).",
+		}, []string{"job"}),
 		pauses: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payrecon_sweep_outage_pauses_total", Help: "Pauses because most Stripe calls of a batch failed.",
 		}, []string{"job", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.rows, m.batches, m.batchDuration, m.opened, m.resolved, m.commands, m.cycles, m.cycleDuration, m.pauses)
+		reg.MustRegister(m.rows, m.batches, m.batchDuration, m.opened, m.resolved, m.commands, m.cycles, m.cycleDuration, m.pauses, m.leased)
 	}
 	return m
 }
@@ -92,6 +96,15 @@ func (m *Metrics) Paused(job string, err error) {
 		reason = "concurrent_run"
 	}
 	m.pauses.WithLabelValues(job, reason).Inc()
+}
+
+// Leased implements Observer.
+func (m *Metrics) Leased(job string, held bool) {
+	v := 0.0
+	if held {
+		v = 1
+	}
+	m.leased.WithLabelValues(job).Set(v)
 }
 
 // LimiterCollector exposes the limiter's current rate and budget.

@@ -41,6 +41,10 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 		lease = l
 		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
 		s.Logger.Info("sweep lease acquired", "job", s.cfg.Job)
+		if s.Observer != nil {
+			s.Observer.Leased(s.cfg.Job, true)
+			defer s.Observer.Leased(s.cfg.Job, false)
+		}
 	}
 	for {
 		started := s.Clock.Now()

@@ -210,6 +210,8 @@ type Observer interface {
 	BatchDone(job string, r BatchReport, d time.Duration)
 	CycleDone(job string, r CycleReport)
 	Paused(job string, err error)
+	// Leased says whether this process now holds the job's lease.
+	Leased(job string, held bool)
 }
 
 // New returns a sweeper. cfg's zero fields take the defaults.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -71,8 +72,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// payrecon run in-process: health, readiness, metrics, the webhook, the
-// sweep and the repair workers, then a clean stop on cancel.
+// payrecon run in-process: health, readiness, metrics (including every one
+// docs/alerts.yml uses), the webhook, the sweep and the repair workers, then
+// a clean stop on cancel.
 func TestRunInProcess(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -125,6 +127,16 @@ func TestRunInProcess(t *testing.T) {
 		"payrecon_repairs_total", "payrecon_sweep_projected_cycle_seconds", "payrecon_sweep_capacity_margin_rows_per_hour", "go_goroutines"} {
 		if code != 200 || !strings.Contains(metrics, name) {
 			t.Errorf("/metrics lacks %s (status %d)", name, code)
+		}
+	}
+	// Every metric the example alert rules use is exported.
+	rules, err := os.ReadFile("../../docs/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range regexp.MustCompile(`payrecon_[a-z_]+`).FindAllString(string(rules), -1) {
+		if !strings.Contains(metrics, "\n"+name) {
+			t.Errorf("docs/alerts.yml uses %s, which /metrics does not export", name)
 		}
 	}
 	if code, _ := httpGet(base + "/riverui/"); code != 200 {
