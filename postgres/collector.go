@@ -22,7 +22,7 @@ type Collector struct {
 
 	up, lag, rows, growth, openFindings, backlog, backlogAge, deadLetters    *prometheus.Desc
 	cycleAge, sinceCycle, lastCycle, progress, throughput, projected, margin *prometheus.Desc
-	rechecks                                                                 *prometheus.Desc
+	rechecks, resolvedDay                                                    *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -57,13 +57,14 @@ func NewCollector(monitor *Monitor, repairKind string, clock payrecon.Clock, log
 		projected:    d("payrecon_sweep_projected_cycle_seconds", "Projected cycle time from N, G and the measured throughput; +Inf when a cycle never completes.", "job"),
 		margin:       d("payrecon_sweep_capacity_margin_rows_per_hour", "Sweep capacity minus growth (B × R − G); a cycle never completes when ≤ 0.", "job"),
 		rechecks:     d("payrecon_sweep_rechecks_queued", "Rows queued for an early recheck, by reason.", "job", "reason"),
+		resolvedDay:  d("payrecon_findings_resolved_last_day", "Findings resolved in the last 24 hours, by kind and resolution (repaired, already_in_target, healed, superseded, local_row_appeared, operator).", "kind", "resolution"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.lag, c.rows, c.growth, c.openFindings, c.backlog, c.backlogAge, c.deadLetters,
-		c.cycleAge, c.sinceCycle, c.lastCycle, c.progress, c.throughput, c.projected, c.margin, c.rechecks} {
+		c.cycleAge, c.sinceCycle, c.lastCycle, c.progress, c.throughput, c.projected, c.margin, c.rechecks, c.resolvedDay} {
 		ch <- d
 	}
 }
@@ -89,6 +90,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	g(c.growth, st.NewRowsPerHour)
 	for _, k := range payrecon.Kinds {
 		g(c.openFindings, float64(st.OpenFindings[k]), string(k))
+	}
+	for _, rc := range st.ResolvedLastDay {
+		g(c.resolvedDay, float64(rc.Count), string(rc.Kind), string(rc.Resolution))
 	}
 	g(c.backlog, float64(st.OutboxBacklog))
 	age := 0.0

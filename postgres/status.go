@@ -25,6 +25,9 @@ type Status struct {
 	// OpenFindings counts open findings by kind.
 	OpenFindings      map[payrecon.Kind]int64 `json:"open_findings"`
 	OpenFindingsTotal int64                   `json:"open_findings_total"`
+	// ResolvedLastDay counts findings resolved in the last 24 hours, by kind
+	// and resolution (repaired, healed, operator, …).
+	ResolvedLastDay []ResolvedCount `json:"resolved_last_day"`
 	// OutboxBacklog counts repair commands not yet applied; OutboxOldest is
 	// the creation time of the oldest of them.
 	OutboxBacklog int64     `json:"outbox_backlog"`
@@ -32,6 +35,13 @@ type Status struct {
 	// DeadLetters counts repair deliveries River gave up on (discarded or
 	// cancelled), waiting for an operator.
 	DeadLetters int64 `json:"dead_letters"`
+}
+
+// ResolvedCount is a number of findings of one kind closed one way.
+type ResolvedCount struct {
+	Kind       payrecon.Kind       `json:"kind"`
+	Resolution payrecon.Resolution `json:"resolution"`
+	Count      int64               `json:"count"`
 }
 
 // JobStatus is one sweep job's progress and projection.
@@ -109,6 +119,20 @@ func (m *Monitor) Status(ctx context.Context, now time.Time, exact bool, repairK
 	for _, n := range st.OpenFindings {
 		st.OpenFindingsTotal += n
 	}
+	rows, err := m.pool.Query(ctx, `SELECT kind, coalesce(resolution, ''), count(*) FROM reconciliation_findings
+		WHERE resolved_at > $1 GROUP BY 1, 2 ORDER BY 1, 2`, now.Add(-24*time.Hour))
+	if err != nil {
+		return st, fmt.Errorf("count resolved findings: %w", err)
+	}
+	for rows.Next() {
+		var rc ResolvedCount
+		if err := rows.Scan(&rc.Kind, &rc.Resolution, &rc.Count); err != nil {
+			rows.Close()
+			return st, fmt.Errorf("count resolved findings: %w", err)
+		}
+		st.ResolvedLastDay = append(st.ResolvedLastDay, rc)
+	}
+	rows.Close()
 	var oldest *time.Time
 	if err := m.pool.QueryRow(ctx, "SELECT count(*), min(created_at) FROM outbox WHERE processed_at IS NULL").Scan(&st.OutboxBacklog, &oldest); err != nil {
 		return st, fmt.Errorf("count outbox backlog: %w", err)

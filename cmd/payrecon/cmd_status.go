@@ -89,6 +89,16 @@ func printStatus(w io.Writer, st postgres.Status) {
 			fmt.Fprintf(tw, "  %s\t%d\n", k, n)
 		}
 	}
+	if len(st.ResolvedLastDay) > 0 {
+		var total int64
+		by := map[payrecon.Resolution]int64{}
+		for _, rc := range st.ResolvedLastDay {
+			total += rc.Count
+			by[rc.Resolution] += rc.Count
+		}
+		fmt.Fprintf(tw, "resolved in 24 h\t%d (repaired %d, already in target %d, healed %d, superseded %d, by hand %d)\n", total,
+			by[payrecon.ResolvedRepaired], by[payrecon.ResolvedAlreadyInTarget], by[payrecon.ResolvedHealed], by[payrecon.ResolvedSuperseded], by[payrecon.ResolvedOperator])
+	}
 	backlog := fmt.Sprintf("%d waiting", st.OutboxBacklog)
 	if st.OutboxBacklog > 0 {
 		backlog += fmt.Sprintf(" (oldest queued %s)", ago(st.Now, st.OutboxOldest))

@@ -30,6 +30,8 @@ CREATE INDEX IF NOT EXISTS reconciliation_findings_open_kind
     ON reconciliation_findings (kind) WHERE resolved_at IS NULL;
 CREATE INDEX IF NOT EXISTS reconciliation_findings_detected
     ON reconciliation_findings (detected_at);
+CREATE INDEX IF NOT EXISTS reconciliation_findings_resolved
+    ON reconciliation_findings (resolved_at) WHERE resolved_at IS NOT NULL;
 
 -- Cursor: progress and measured throughput of the current and last cycle,
 -- for the live B × R > G figure.
@@ -75,6 +77,7 @@ ALTER TABLE reconciliation_cursor DROP COLUMN IF EXISTS cycle_rows,
     DROP COLUMN IF EXISTS cycle_busy_seconds, DROP COLUMN IF EXISTS last_cycle_started_at,
     DROP COLUMN IF EXISTS last_cycle_rows, DROP COLUMN IF EXISTS last_cycle_busy_seconds,
     DROP COLUMN IF EXISTS advanced_at;
+DROP INDEX IF EXISTS reconciliation_findings_resolved;
 DROP INDEX IF EXISTS reconciliation_findings_detected;
 DROP INDEX IF EXISTS reconciliation_findings_open_kind;
 DROP INDEX IF EXISTS reconciliation_findings_open_orphan;
