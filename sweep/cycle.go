@@ -78,18 +78,8 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		b, err := s.runBatchGracefully(ctx, false)
-		if err != nil {
-			if perr := s.pauseOrFail(ctx, &rep, &outage, err); perr != nil {
-				return rep, perr
-			}
-			continue
-		}
-		outage = outageTracker{}
-		rep.add(b)
-		rep.Wrapped = b.Wrapped
-		if progress != nil {
-			progress(b, rep)
+		if err := s.step(ctx, &rep, &outage, false, progress); err != nil {
+			return rep, err
 		}
 	}
 
@@ -111,17 +101,8 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 		if err := s.SleepFunc(ctx, wait); err != nil {
 			return rep, err
 		}
-		b, err := s.runBatch(ctx, true)
-		if err != nil {
-			if perr := s.pauseOrFail(ctx, &rep, &outage, err); perr != nil {
-				return rep, perr
-			}
-			continue
-		}
-		outage = outageTracker{}
-		rep.add(b)
-		if progress != nil {
-			progress(b, rep)
+		if err := s.step(ctx, &rep, &outage, true, progress); err != nil {
+			return rep, err
 		}
 	}
 	pending, err := s.store.PendingRechecks(ctx, s.cfg.Job)
@@ -133,6 +114,24 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 		s.Observer.CycleDone(s.cfg.Job, rep)
 	}
 	return rep, nil
+}
+
+// step runs one batch (it survives ctx's end for Config.StopGrace) and adds
+// it to rep. A failed batch is handled by pauseOrFail: nil means the caller
+// goes on (after a pause, or at once after a concurrent run), an error ends
+// the cycle.
+func (s *Sweeper) step(ctx context.Context, rep *CycleReport, outage *outageTracker, rechecksOnly bool, progress ProgressFunc) error {
+	b, err := s.runBatchGracefully(ctx, rechecksOnly)
+	if err != nil {
+		return s.pauseOrFail(ctx, rep, outage, err)
+	}
+	*outage = outageTracker{}
+	rep.add(b)
+	rep.Wrapped = rep.Wrapped || b.Wrapped
+	if progress != nil {
+		progress(b, *rep)
+	}
+	return nil
 }
 
 type outageTracker struct {

@@ -58,22 +58,12 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 				}
 				lastCheck = time.Now()
 			}
-			b, err := s.runBatchGracefully(ctx, false)
-			if err == nil {
-				outage = outageTracker{}
-				rep.add(b)
-				rep.Wrapped = b.Wrapped
-				if progress != nil {
-					progress(b, rep)
-				}
-			}
+			err := s.step(ctx, &rep, &outage, false, progress)
 			if ctx.Err() != nil {
 				return nil // the batch in progress was committed (or discarded whole)
 			}
 			if err != nil {
-				if perr := s.pauseOrFail(ctx, &rep, &outage, err); perr != nil {
-					return perr
-				}
+				return err
 			}
 		}
 		rep.Duration = s.Clock.Now().Sub(started)

@@ -132,10 +132,7 @@ func (c *findingsShowCmd) Run(a *app) error {
 	}
 	defer pool.Close()
 	repo := postgres.NewFindings(pool, nil)
-	f, err := repo.Get(a.ctx, c.ID)
-	if errors.Is(err, payrecon.ErrNotFound) {
-		return fmt.Errorf("no finding %d (see payrecon findings list)", c.ID)
-	}
+	f, err := getFinding(a, repo, c.ID)
 	if err != nil {
 		return err
 	}
@@ -171,6 +168,15 @@ func (c *findingsShowCmd) Run(a *app) error {
 	}
 	printFinding(a, d)
 	return nil
+}
+
+// getFinding reads a finding, with a clear error when there is none.
+func getFinding(a *app, repo *postgres.Findings, id int64) (postgres.Finding, error) {
+	f, err := repo.Get(a.ctx, id)
+	if errors.Is(err, payrecon.ErrNotFound) {
+		return f, fmt.Errorf("no finding %d (see payrecon findings list)", id)
+	}
+	return f, err
 }
 
 func webhookEventsFor(a *app, pool *pgxpool.Pool, intent string) ([]webhookEvent, error) {
@@ -307,10 +313,7 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	}
 	defer pool.Close()
 	repo := postgres.NewFindings(pool, nil)
-	f, err := repo.Get(a.ctx, c.ID)
-	if errors.Is(err, payrecon.ErrNotFound) {
-		return fmt.Errorf("no finding %d (see payrecon findings list)", c.ID)
-	}
+	f, err := getFinding(a, repo, c.ID)
 	if err != nil {
 		return err
 	}
