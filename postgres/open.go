@@ -56,7 +56,7 @@ func Open(ctx context.Context, url string, cfg OpenConfig) (*pgxpool.Pool, error
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
 		where := net.JoinHostPort(pc.ConnConfig.Host, strconv.Itoa(int(pc.ConnConfig.Port)))
-		return nil, fmt.Errorf("cannot reach PostgreSQL at %s, database %q (DATABASE_URL): %w", where, pc.ConnConfig.Database, connectCause(err))
+		return nil, fmt.Errorf("cannot reach PostgreSQL at %s, database %q: %w (is the server running, and does DATABASE_URL point at it?)", where, pc.ConnConfig.Database, connectCause(err))
 	}
 	return pool, nil
 }

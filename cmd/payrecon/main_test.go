@@ -132,6 +132,8 @@ func TestMigrateTwice(t *testing.T) {
 func TestConfigurationErrorsAreOneClearLine(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	unmigrated := pgtest.NewURL(t)
+	pgtest.Exec(t, pgtestPool(t, unmigrated), "DROP SCHEMA public CASCADE; CREATE SCHEMA public")
 	with := func(kv ...string) map[string]string {
 		env := map[string]string{}
 		for k, v := range b.env {
@@ -153,12 +155,28 @@ func TestConfigurationErrorsAreOneClearLine(t *testing.T) {
 		{"unknown command", b.env, []string{"frobnicate"}, 2, "unexpected argument frobnicate"},
 		{"no database url", with("DATABASE_URL", ""), []string{"migrate"}, 2, "DATABASE_URL is not set"},
 		{"bad database url", with("DATABASE_URL", "postgres://x:secretpw@[::1"), []string{"migrate"}, 2, "not a valid PostgreSQL connection string"},
-		{"unreachable database", with("DATABASE_URL", "postgres://postgres:secretpw@127.0.0.1:1/postgres?connect_timeout=2"), []string{"migrate"}, 2, "cannot reach PostgreSQL at 127.0.0.1:1"},
 		{"missing stripe key", with("STRIPE_SECRET_KEY", ""), []string{"scan", "--once"}, 2, "STRIPE_SECRET_KEY"},
 		{"wrong stripe key", with("STRIPE_SECRET_KEY", "sk_test_wrongwrongwrong"), []string{"scan", "--once"}, 2, "check STRIPE_SECRET_KEY"},
 		{"negative batch", b.env, []string{"scan", "--once", "--batch=0"}, 2, "--batch must be positive"},
 		{"bad duration", b.env, []string{"scan", "--once", "--grace", "soon"}, 2, "--grace"},
 		{"classify without arguments", b.env, []string{"classify"}, 2, "--table"},
+		{"bad mode", b.env, []string{"scan", "--once", "--mode", "fast"}, 2, "--mode"},
+		{"bad log format", b.env, []string{"--log-format", "xml", "status"}, 2, "--log-format"},
+		{"schema not migrated", with("DATABASE_URL", unmigrated), []string{"scan", "--once"}, 2, "run `payrecon migrate` first"},
+		{"resolve without note", b.env, []string{"findings", "resolve", "1"}, 2, "--note"},
+		{"relay without a database", with("DATABASE_URL", ""), []string{"relay", "--drain"}, 2, "DATABASE_URL is not set"},
+		{"plan without figures", b.env, []string{"plan"}, 2, "--rows"},
+		{"missing webhook body in classify", b.env, []string{"classify", "paid"}, 2, "two statuses"},
+	}
+	for _, cmd := range [][]string{{"status"}, {"findings", "list"}, {"findings", "show", "1"}, {"relay", "--drain"},
+		{"plan", "--from-db"}, {"scan", "--once"}, {"run"}, {"migrate"}} {
+		cases = append(cases, struct {
+			name string
+			env  map[string]string
+			args []string
+			code int
+			want string
+		}{"unreachable database: " + strings.Join(cmd, " "), with("DATABASE_URL", "postgres://postgres:secretpw@127.0.0.1:1/postgres?connect_timeout=2"), cmd, 2, "cannot reach PostgreSQL at 127.0.0.1:1"})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
