@@ -47,7 +47,11 @@ func handleStripeWebhook(d Deps) http.Handler {
 		}
 		res, err := processEvent(r.Context(), d, ev)
 		if err != nil {
-			log.Error("webhook event not recorded; Stripe will retry", append(attrs, slog.String("error", err.Error()))...)
+			level := slog.LevelError
+			if r.Context().Err() != nil {
+				level = slog.LevelWarn // the client went away mid-request: Stripe retries, nothing is wrong here
+			}
+			log.Log(r.Context(), level, "webhook event not recorded; Stripe will retry", append(attrs, slog.String("error", err.Error()))...)
 			writeError(w, http.StatusServiceUnavailable, "could not record the event; retry later")
 			return
 		}

@@ -18,8 +18,8 @@ const (
 	MaxAttemptsDefault          = 8
 	FetchCooldownDefault        = 2 * time.Millisecond
 	FetchPollIntervalDefault    = time.Second
-	JobTimeoutDefault           = 30 * time.Second
-	RescueStuckJobsAfterDefault = 2 * time.Minute
+	JobTimeoutDefault           = 10 * time.Second
+	RescueStuckJobsAfterDefault = 30 * time.Second
 	DrainPollIntervalDefault    = 50 * time.Millisecond
 	DrainRetryHorizonDefault    = 20 * time.Second
 )
@@ -113,7 +113,7 @@ func (c Config) withDefaults() Config {
 		c.JobTimeout = JobTimeoutDefault
 	}
 	if c.RescueStuckJobsAfter == 0 {
-		c.RescueStuckJobsAfter = max(RescueStuckJobsAfterDefault, 2*c.JobTimeout)
+		c.RescueStuckJobsAfter = max(RescueStuckJobsAfterDefault, 3*c.JobTimeout)
 	}
 	if c.DrainPollInterval == 0 {
 		c.DrainPollInterval = DrainPollIntervalDefault

@@ -34,7 +34,9 @@ type CycleReport struct {
 }
 
 func (r *CycleReport) add(b BatchReport) {
-	r.Batches++
+	if !b.Wrapped { // the wrap reads an empty batch; it is not one
+		r.Batches++
+	}
 	r.Scanned += b.Scanned
 	r.Rechecked += b.Rechecked
 	for v, n := range b.Counts {

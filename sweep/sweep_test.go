@@ -65,7 +65,7 @@ func TestRunCycleReport(t *testing.T) {
 			t.Errorf("%s = %d, want %d (all: %v)", v, rep.Counts[v], n, rep.Counts)
 		}
 	}
-	if !rep.Wrapped || rep.Scanned != 50 || rep.Verified != 50 || rep.NewFindings != 4 || rep.Commands != 2 || rep.Batches != 4 {
+	if !rep.Wrapped || rep.Scanned != 50 || rep.Verified != 50 || rep.NewFindings != 4 || rep.Commands != 2 || rep.Batches != 3 {
 		t.Errorf("report = %+v", rep)
 	}
 	if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_externally' AND external_status IS NULL AND payment_id = $1", b.ids[11]); n != 1 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"payrecon/relay"
@@ -18,6 +19,7 @@ type runCmd struct {
 	MinCycle      time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early)."`
 	Workers       int           `default:"20" help:"Repair commands applied at once."`
 	MaxAttempts   int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
+	RescueAfter   time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River hands it to another (each attempt is cut off at a third of this)."`
 }
 
 func (c *runCmd) Run(a *app) error {
@@ -26,6 +28,9 @@ func (c *runCmd) Run(a *app) error {
 		return err
 	}
 	cfg.MinCycle = c.MinCycle
+	if c.RescueAfter < 3*time.Second {
+		return usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
+	}
 	pool, err := a.openMigratedDBWith(int32(c.Workers + c.Concurrency + 8))
 	if err != nil {
 		return err
@@ -41,8 +46,9 @@ func (c *runCmd) Run(a *app) error {
 			Timeout:   c.StripeTimeout,
 		},
 		WebhookSecrets: splitList(c.WebhookSecret),
-		Relay:          relay.Config{Workers: c.Workers, MaxAttempts: c.MaxAttempts},
-		Logger:         a.logger,
+		Relay: relay.Config{Workers: c.Workers, MaxAttempts: c.MaxAttempts,
+			RescueStuckJobsAfter: c.RescueAfter, JobTimeout: c.RescueAfter / 3},
+		Logger: a.logger,
 	})
 	if err != nil {
 		return configError{err}

@@ -230,7 +230,10 @@ func TestTwoRunProcessesFailover(t *testing.T) {
 	}
 	b.seed(t, rows)
 	b.sim.SetFaults(stripesim.Faults{Latency: 5 * time.Millisecond})
-	args := []string{"run", "--grace", "0", "--min-cycle", "200ms", "--batch", "20", "--rps", "400", "--log-format", "json"}
+	// A repair job the killed process had picked up is handed to the
+	// survivor after --repair-rescue-after.
+	args := []string{"run", "--grace", "0", "--min-cycle", "200ms", "--batch", "20", "--rps", "400", "--log-format", "json",
+		"--repair-rescue-after", "3s"}
 	p1 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t))...)
 	waitFor(t, "the first process to hold the lease", 30*time.Second, func() bool { return leaseHolderPID(t, b.url) == p1.cmd.Process.Pid })
 	p2 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t))...)

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"payrecon"
+	"payrecon/internal/pgtest"
+)
+
+// demoJSON is the part of `payrecon demo --json` the tests read.
+type demoJSON struct {
+	OK       bool     `json:"ok"`
+	Problems []string `json:"problems"`
+	Database string   `json:"database"`
+	Kinds    []struct {
+		Kind          string `json:"kind"`
+		Repairable    bool   `json:"repairable"`
+		Injected      int    `json:"injected"`
+		Detected      int    `json:"detected"`
+		Repaired      int    `json:"repaired"`
+		LeftForReview int    `json:"left_for_review"`
+		Missed        int    `json:"missed"`
+	} `json:"kinds"`
+	FalseFindings int `json:"false_findings"`
+	InSyncRows    int `json:"in_sync_rows"`
+	InSyncTouched int `json:"in_sync_touched"`
+	ReviewTouched int `json:"review_touched"`
+	Sweep         struct {
+		Rows           int `json:"rows"`
+		StripeRequests int `json:"stripe_requests"`
+	} `json:"sweep"`
+}
+
+func demoDatabaseExists(t *testing.T, name string) bool {
+	t.Helper()
+	pool := pgtestPool(t, pgtest.AdminURL())
+	return pgtest.Count(t, pool, "SELECT count(*) FROM pg_database WHERE datname = $1", name) == 1
+}
+
+// payrecon demo in-process: every kind injected and detected, the two
+// repairable kinds repaired, nothing else touched, and the demo's database
+// dropped afterwards.
+func TestDemoInProcess(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, map[string]string{"DATABASE_URL": pgtest.AdminURL()}, "demo", "--payments", "400", "--json")
+	if r.code != 0 {
+		t.Fatalf("demo exit %d: %s\n%s", r.code, r.stderr, r.stdout)
+	}
+	var rep demoJSON
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("demo --json: %v\n%s", err, r.stdout)
+	}
+	if !rep.OK || len(rep.Problems) != 0 {
+		t.Errorf("ok %v, problems %v", rep.OK, rep.Problems)
+	}
+	if len(rep.Kinds) != len(payrecon.Kinds) {
+		t.Fatalf("%d kinds in the report, want %d", len(rep.Kinds), len(payrecon.Kinds))
+	}
+	for i, k := range rep.Kinds {
+		if k.Kind != string(payrecon.Kinds[i]) {
+			t.Errorf("kind %d is %s, want %s", i, k.Kind, payrecon.Kinds[i])
+		}
+		if k.Injected < 1 || k.Detected != k.Injected || k.Missed != 0 {
+			t.Errorf("%s: injected %d, detected %d, missed %d", k.Kind, k.Injected, k.Detected, k.Missed)
+		}
+		repairable := k.Kind == string(payrecon.KindMissedSuccess) || k.Kind == string(payrecon.KindMissedCancel)
+		if k.Repairable != repairable || (repairable && k.Repaired != k.Injected) {
+			t.Errorf("%s: repairable %v, repaired %d of %d", k.Kind, k.Repairable, k.Repaired, k.Injected)
+		}
+	}
+	if rep.FalseFindings != 0 || rep.InSyncTouched != 0 || rep.ReviewTouched != 0 || rep.InSyncRows < 300 {
+		t.Errorf("false findings %d, in-sync touched %d of %d, review touched %d", rep.FalseFindings, rep.InSyncTouched, rep.InSyncRows, rep.ReviewTouched)
+	}
+	if rep.Sweep.Rows != 400 || rep.Sweep.StripeRequests == 0 {
+		t.Errorf("sweep %+v", rep.Sweep)
+	}
+	if rep.Database == "" || demoDatabaseExists(t, rep.Database) {
+		t.Errorf("the demo database %q was not dropped", rep.Database)
+	}
+}
+
+// The check can fail: rows touched behind the canonical writer's back make
+// the demo say FAIL and exit 1.
+func TestDemoFailsWhenInSyncRowsAreTouched(t *testing.T) {
+	t.Parallel()
+	r := runCLI(t, map[string]string{"DATABASE_URL": pgtest.AdminURL()}, "demo", "--payments", "200", "--tamper", "2")
+	if r.code != 1 {
+		t.Fatalf("demo with tampered rows exit %d, want 1: %s\n%s", r.code, r.stderr, r.stdout)
+	}
+	if !strings.Contains(r.stdout, "FAIL: 2 in-sync rows touched") || strings.Contains(r.stdout, "PASS") {
+		t.Errorf("stdout lacks the FAIL line:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "payrecon: demo FAILED: 2 in-sync rows touched") {
+		t.Errorf("stderr lacks the one-line error:\n%s", r.stderr)
+	}
+}
+
+func TestDemoConfigurationErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want string
+	}{
+		{"too few payments", map[string]string{}, []string{"demo", "--payments", "10"}, 2, "--payments must be at least 100"},
+		{"unreachable DATABASE_URL", map[string]string{"DATABASE_URL": "postgres://postgres:secretpw@127.0.0.1:1/postgres?connect_timeout=2"},
+			[]string{"demo", "--payments", "100"}, 2, "DATABASE_URL is set but no PostgreSQL answers there"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			r := runCLI(t, c.env, c.args...)
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if last := lines[len(lines)-1]; r.code != c.code || !strings.Contains(last, c.want) || strings.Contains(r.stderr, "secretpw") {
+				t.Errorf("exit %d (want %d), last stderr line %q (want %q)", r.code, c.code, last, c.want)
+			}
+		})
+	}
+}
+
+// runDemoBinary runs the built binary's demo with env added to the
+// environment (DATABASE_URL removed unless given).
+func runDemoBinary(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), append([]string{"demo"}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "DATABASE_URL=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("run payrecon demo: %v", err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// The built binary prints the table and PASS, and exits 0.
+func TestDemoBinary(t *testing.T) {
+	t.Parallel()
+	code, out, errs := runDemoBinary(t, map[string]string{"DATABASE_URL": pgtest.AdminURL()}, "--payments", "400", "--seed", "2")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	want := []string{"injected  detected  repaired  left for review  missed", "false findings        0",
+		"in-sync rows touched  0", "grace window off", "Stripe requests", "dropped\n",
+		"PASS: every injected drift was detected"}
+	for _, k := range payrecon.Kinds {
+		want = append(want, string(k))
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(errs, "level=ERROR") {
+		t.Errorf("errors logged:\n%s", errs)
+	}
+}
+
+// With no server to use, the demo starts a throwaway cluster with initdb,
+// passes, and leaves nothing behind.
+func TestDemoBinaryThrowawayCluster(t *testing.T) {
+	t.Parallel()
+	tmp, err := os.MkdirTemp("", "payrecon-demo-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o755); err != nil { // PostgreSQL's own user must enter it
+		t.Fatal(err)
+	}
+	code, out, errs := runDemoBinary(t, map[string]string{"TMPDIR": tmp}, "--payments", "150", "--throwaway")
+	if strings.Contains(errs, "PostgreSQL is not installed") {
+		t.Skip("initdb is not installed")
+	}
+	if code != 0 || !strings.Contains(out, "PASS") || !strings.Contains(errs, "throwaway PostgreSQL stopped and removed") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("left behind in TMPDIR: %v", entries)
+	}
+}

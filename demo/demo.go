@@ -1,0 +1,249 @@
+// Package demo is `payrecon demo`: every kind of drift payrecon knows,
+// injected into a fresh database and an in-process Stripe simulator,
+// reconciled by the real service, and checked.
+//
+// Run creates its own database on a PostgreSQL server, migrates it, and plays
+// a scenario that is a pure function of Config.Seed:
+//
+//  1. Payments are seeded (pending) with their PaymentIntents in the
+//     simulator, created over the last two days in time order; orphan
+//     intents with no local row are interleaved in time (missing_locally),
+//     some rows get no intent at all (missing_externally), and some intents
+//     a status payrecon does not know (unknown_status).
+//  2. Intents move in the simulator, and their webhooks are delivered,
+//     signed, over HTTP to the service's own webhook handler
+//     (httpapi.NewServer with the canonical writer): most in order, some
+//     dropped (missed_success, missed_cancel), some twice, some in the
+//     reverse order; a retry that succeeds after a failed attempt is refused
+//     by the writer (failed_locally_paid_externally); and a buggy app marks
+//     some payments paid that Stripe never took (paid_locally_not_externally).
+//  3. Every row is snapshotted.
+//  4. The real service (service.New: sweep, repair workers, webhook endpoint)
+//     runs until one full sweep cycle completes and the repair queue drains.
+//     The grace window is off: every webhook landed before the sweep began.
+//  5. The database is read back into a Report: for each kind, injected,
+//     detected, repaired, left for review and missed; findings on rows not
+//     injected with their kind; rows that must not change but did.
+//
+// Report.OK is the verdict the command exits with.
+package demo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Defaults of Config.
+const (
+	PaymentsDefault = 10000
+	BatchDefault    = 200
+	SpanDefault     = 48 * time.Hour
+)
+
+// Config configures a demo run. The zero value runs the default scenario.
+type Config struct {
+	// Payments is the number of local payments rows (at least MinPayments).
+	// Default PaymentsDefault.
+	Payments int
+	// Seed makes the scenario: the same seed injects the same drifts into
+	// the same rows.
+	Seed uint64
+	// Keep keeps the demo database instead of dropping it.
+	Keep bool
+	// Batch is the sweep's batch size. Default BatchDefault.
+	Batch int
+	// Span is how far back the payments' creation times reach. Default
+	// SpanDefault.
+	Span time.Duration
+	// Logger receives the demo's phases; the embedded service's own logs
+	// are shown from warnings up. Nil discards them.
+	Logger *slog.Logger
+	// Progress, when set, is called from one goroutine a few times a
+	// second while the service runs, and once more at the end.
+	Progress func(Progress)
+	// TamperInSync is a self-test of the check: while the sweep runs, this
+	// many in-sync rows are changed behind the canonical writer's back (a
+	// plain UPDATE of version and updated_at, as a buggy app would), and
+	// the report must then count them as touched and fail.
+	TamperInSync int
+}
+
+// Progress is the state of the running service.
+type Progress struct {
+	// Phase is "sweep" until the cycle completes, then "drain".
+	Phase string
+	// Swept and Rows are the rows swept in this cycle and the rows to
+	// sweep.
+	Swept, Rows int
+	// Repaired and Repairs are the repair commands applied and the repairs
+	// the scenario expects.
+	Repaired, Repairs int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Payments == 0 {
+		c.Payments = PaymentsDefault
+	}
+	if c.Batch <= 0 {
+		c.Batch = BatchDefault
+	}
+	if c.Span <= 0 {
+		c.Span = SpanDefault
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot run.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Payments < MinPayments:
+		return fmt.Errorf("the demo needs at least %d payments to inject every kind of drift, got %d", MinPayments, c.Payments)
+	case c.Payments > 5_000_000:
+		return fmt.Errorf("%d payments is more than the demo is meant for (at most 5000000)", c.Payments)
+	case c.Batch > 10000:
+		return fmt.Errorf("batch %d is too large (at most 10000)", c.Batch)
+	case c.TamperInSync < 0:
+		return fmt.Errorf("tamper count must not be negative, got %d", c.TamperInSync)
+	}
+	return nil
+}
+
+// Run plays the scenario against a new database on the PostgreSQL server at
+// serverURL (any database there: it only connects to create and drop its
+// own) and returns the report. The database, payrecon_demo_<random>, is
+// dropped at the end, also on error and cancellation, unless cfg.Keep. An
+// error means the demo could not run to the end; a report that is not OK
+// means payrecon got something wrong.
+func Run(ctx context.Context, serverURL string, cfg Config) (Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return Report{}, err
+	}
+	cfg = cfg.withDefaults()
+	name := "payrecon_demo_" + randomSuffix()
+	dbURL, err := withDatabase(serverURL, name)
+	if err != nil {
+		return Report{}, err
+	}
+	if err := createDatabase(ctx, serverURL, name); err != nil {
+		return Report{}, err
+	}
+	cfg.Logger.Info("demo database created", "database", name)
+	keep := cfg.Keep
+	defer func() {
+		if keep {
+			return
+		}
+		if err := dropDatabase(context.WithoutCancel(ctx), serverURL, name); err != nil {
+			cfg.Logger.Warn("could not drop the demo database; drop it by hand", "database", name, "error", err)
+			return
+		}
+		cfg.Logger.Info("demo database dropped", "database", name)
+	}()
+
+	r := &runner{cfg: cfg, log: cfg.Logger, dbURL: dbURL}
+	rep, err := r.run(ctx)
+	rep.Database = name
+	rep.Kept = keep
+	if keep {
+		rep.DatabaseURL = redactURL(dbURL)
+	}
+	return rep, err
+}
+
+// createDatabase creates database name on the server.
+func createDatabase(ctx context.Context, serverURL, name string) error {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, serverURL)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL at %s: %w", redactURL(serverURL), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(cctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("create the demo database %s: %w", name, err)
+	}
+	return nil
+}
+
+// dropDatabase drops database name, disconnecting whoever is left on it.
+func dropDatabase(ctx context.Context, serverURL, name string) error {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, serverURL)
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL at %s: %w", redactURL(serverURL), err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(cctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop the demo database %s: %w", name, err)
+	}
+	return nil
+}
+
+// withDatabase returns the connection string raw with its database replaced
+// by db. Both URLs and keyword/value strings are accepted.
+func withDatabase(raw, db string) (string, error) {
+	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return "", errors.New("the PostgreSQL URL is malformed") // never echo it: it may hold a password
+		}
+		u.Path = "/" + db
+		u.RawPath = ""
+		return u.String(), nil
+	}
+	if _, err := pgx.ParseConfig(raw); err != nil {
+		return "", errors.New("the PostgreSQL connection string is malformed")
+	}
+	return raw + " dbname=" + db, nil // a later keyword wins
+}
+
+// redactURL hides the password of a URL.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
+		return u.Redacted()
+	}
+	return "(connection string)"
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b) // never fails on supported platforms
+	return hex.EncodeToString(b)
+}
+
+// minLevel is a slog handler that drops records below a level: the demo
+// shows the embedded components' warnings and errors, not their chatter.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
+}
+
+func quiet(l *slog.Logger) *slog.Logger {
+	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
+}

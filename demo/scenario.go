@@ -1,0 +1,233 @@
+package demo
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"payrecon"
+)
+
+// role is what the scenario does to one local payment.
+type role int
+
+const (
+	// In sync once the webhooks have landed.
+	roleUntouched  role = iota // pending; the intent still awaits payment
+	rolePaid                   // payment_intent.succeeded delivered
+	roleFailed                 // payment_intent.payment_failed delivered
+	roleCanceled               // payment_intent.canceled delivered
+	roleDuplicated             // succeeded (or canceled) delivered twice
+	roleReordered              // payment_failed, then succeeded; delivered the other way round
+	// Drift.
+	roleMissedSuccess     // succeeded dropped
+	roleMissedCancel      // canceled dropped
+	rolePaidNotTaken      // marked paid by a buggy app; the intent awaits payment
+	rolePaidCanceled      // marked paid by a buggy app; then canceled in Stripe
+	roleFailedThenPaid    // payment_failed delivered; the retry's succeeded refused
+	roleMissingExternally // no PaymentIntent in Stripe
+	roleUnknownStatus     // a status payrecon does not know
+	numRoles
+)
+
+// roleSpec describes a role: its share of the payments, its minimum count,
+// the drift it injects (empty for in-sync roles), and the local state
+// expected after the webhooks and after the run.
+type roleSpec struct {
+	name     string
+	share    float64
+	min      int
+	kind     payrecon.Kind
+	before   payrecon.LocalStatus // after the webhooks, before the sweep
+	versionB int64
+	after    payrecon.LocalStatus // after the run (differs only for repairs)
+}
+
+// roleSpecs is indexed by role. roleUntouched takes whatever the other
+// roles leave.
+func roleSpecs() [numRoles]roleSpec {
+	const (
+		pending = payrecon.StatusPending
+		paid    = payrecon.StatusPaid
+		failed  = payrecon.StatusFailed
+	)
+	return [numRoles]roleSpec{
+		roleUntouched:         {"pending", 0, 3, "", pending, 0, pending},
+		rolePaid:              {"paid", 0.40, 3, "", paid, 1, paid},
+		roleFailed:            {"failed", 0.08, 3, "", failed, 1, failed},
+		roleCanceled:          {"canceled", 0.05, 3, "", failed, 1, failed},
+		roleDuplicated:        {"duplicated webhook", 0.03, 4, "", "", 1, ""}, // status set per row
+		roleReordered:         {"reordered webhooks", 0.01, 3, "", paid, 1, paid},
+		roleMissedSuccess:     {"dropped succeeded webhook", 0.02, 5, payrecon.KindMissedSuccess, pending, 0, paid},
+		roleMissedCancel:      {"dropped canceled webhook", 0.01, 3, payrecon.KindMissedCancel, pending, 0, failed},
+		rolePaidNotTaken:      {"marked paid, never paid", 0.003, 2, payrecon.KindPaidLocallyNotExternally, paid, 1, paid},
+		rolePaidCanceled:      {"marked paid, canceled", 0.002, 2, payrecon.KindPaidLocallyNotExternally, paid, 1, paid},
+		roleFailedThenPaid:    {"failed, then paid on retry", 0.005, 3, payrecon.KindFailedLocallyPaidExternally, failed, 1, failed},
+		roleMissingExternally: {"no intent in Stripe", 0.005, 3, payrecon.KindMissingExternally, pending, 0, pending},
+		roleUnknownStatus:     {"unknown Stripe status", 0.002, 2, payrecon.KindUnknownStatus, pending, 0, pending},
+	}
+}
+
+// Orphan intents (PaymentIntents with no local row) as a share of the
+// payments, and their minimum.
+const (
+	orphanShare = 0.005
+	orphanMin   = 3
+)
+
+// UnknownStripeStatus is the status given to the unknown_status intents: one
+// Stripe uses for some card flows, but not one payrecon's decision table
+// knows.
+const UnknownStripeStatus payrecon.StripeStatus = "requires_reauthorization"
+
+// MinPayments is the smallest scenario that gives every role its minimum.
+const MinPayments = 100
+
+// row is one planned local payment.
+type row struct {
+	index    int
+	intentID string
+	created  time.Time
+	role     role
+	// variant picks between the two flavours of a role (duplicated:
+	// succeeded or canceled).
+	variant int
+}
+
+// orphan is one planned PaymentIntent with no local row.
+type orphan struct {
+	intentID string
+	created  time.Time
+	status   payrecon.StripeStatus
+}
+
+// plan is the whole scenario, a pure function of (payments, seed, now).
+type plan struct {
+	rows    []row
+	orphans []orphan
+	counts  [numRoles]int
+}
+
+// newPlan lays out n payments created over span before now, in time order,
+// assigns roles by a seeded shuffle, and interleaves the orphan intents in
+// time among them.
+func newPlan(n int, seed uint64, now time.Time, span time.Duration) (*plan, error) {
+	if n < MinPayments {
+		return nil, fmt.Errorf("the demo needs at least %d payments to inject every kind of drift, got %d", MinPayments, n)
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x5deece66d))
+	specs := roleSpecs()
+	p := &plan{rows: make([]row, n)}
+	rest := n
+	for r := role(1); r < numRoles; r++ {
+		c := max(specs[r].min, int(float64(n)*specs[r].share))
+		p.counts[r] = c
+		rest -= c
+	}
+	if rest < specs[roleUntouched].min {
+		return nil, fmt.Errorf("the demo needs more payments: %d leave %d untouched rows", n, rest)
+	}
+	p.counts[roleUntouched] = rest
+
+	ids := newIDSource(rng)
+	start := now.Add(-span).Truncate(time.Second)
+	step := span / time.Duration(n)
+	for i := range p.rows {
+		p.rows[i] = row{index: i, intentID: ids.next(), created: start.Add(time.Duration(i) * step).Truncate(time.Second)}
+	}
+	perm := rng.Perm(n)
+	k := 0
+	for r := role(1); r < numRoles; r++ {
+		for j := 0; j < p.counts[r]; j++ {
+			p.rows[perm[k]].role = r
+			p.rows[perm[k]].variant = j % 2
+			k++
+		}
+	}
+
+	// Orphans sit just after a local row (never the last one), so that
+	// every one of them lies inside the creation-time window of the batch
+	// that holds its neighbour, whatever the batch boundaries.
+	norphans := max(orphanMin, int(float64(n)*orphanShare))
+	statuses := []payrecon.StripeStatus{payrecon.IntentSucceeded, payrecon.IntentRequiresPaymentMethod, payrecon.IntentCanceled}
+	anchors := rng.Perm(n - 1)[:norphans]
+	for j, a := range anchors {
+		gap := min(p.rows[a+1].created.Sub(p.rows[a].created)/2, 20*time.Second)
+		p.orphans = append(p.orphans, orphan{
+			intentID: ids.next(),
+			created:  p.rows[a].created.Add(gap).Truncate(time.Second),
+			status:   statuses[j%len(statuses)],
+		})
+	}
+	return p, nil
+}
+
+// injected returns how many subjects the plan injects with each kind.
+func (p *plan) injected() map[payrecon.Kind]int {
+	specs := roleSpecs()
+	out := make(map[payrecon.Kind]int, len(payrecon.Kinds))
+	for r := role(0); r < numRoles; r++ {
+		if k := specs[r].kind; k != "" {
+			out[k] += p.counts[r]
+		}
+	}
+	out[payrecon.KindMissingLocally] = len(p.orphans)
+	return out
+}
+
+// expectedBefore returns the status and version a row must have once the
+// webhooks have landed.
+func (r row) expectedBefore() (payrecon.LocalStatus, int64) {
+	s := roleSpecs()[r.role]
+	if r.role == roleDuplicated {
+		return r.duplicatedStatus(), 1
+	}
+	return s.before, s.versionB
+}
+
+// expectedAfter returns the status a row must have after the run.
+func (r row) expectedAfter() payrecon.LocalStatus {
+	if r.role == roleDuplicated {
+		return r.duplicatedStatus()
+	}
+	return roleSpecs()[r.role].after
+}
+
+func (r row) duplicatedStatus() payrecon.LocalStatus {
+	if r.variant == 0 {
+		return payrecon.StatusPaid
+	}
+	return payrecon.StatusFailed
+}
+
+// kind is the drift the row is injected with, "" for in-sync rows.
+func (r row) kind() payrecon.Kind { return roleSpecs()[r.role].kind }
+
+// repairable reports whether the row's drift is repaired automatically.
+func (r row) repairable() bool {
+	return r.role == roleMissedSuccess || r.role == roleMissedCancel
+}
+
+// idSource makes Stripe-shaped ids ("pi_" and 24 characters) from the
+// scenario's seeded source, never the same twice.
+type idSource struct {
+	rng  *rand.Rand
+	seen map[string]bool
+}
+
+func newIDSource(rng *rand.Rand) *idSource { return &idSource{rng: rng, seen: map[string]bool{}} }
+
+const idAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+func (s *idSource) next() string {
+	for {
+		b := []byte("pi_")
+		for range 24 {
+			b = append(b, idAlphabet[s.rng.IntN(len(idAlphabet))])
+		}
+		if id := string(b); !s.seen[id] {
+			s.seen[id] = true
+			return id
+		}
+	}
+}

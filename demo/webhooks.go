@@ -1,0 +1,205 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"payrecon"
+	"payrecon/stripesim"
+)
+
+// WebhookReport says what the webhook scenario did before the sweep.
+type WebhookReport struct {
+	// Events counts the events the simulator recorded.
+	Events int `json:"events"`
+	// Delivered counts signed POSTs answered 200, duplicates included.
+	Delivered int `json:"delivered"`
+	// Dropped counts events never delivered (the missed webhooks).
+	Dropped int `json:"dropped"`
+	// Duplicated counts events delivered twice.
+	Duplicated int `json:"duplicated"`
+	// Reordered counts PaymentIntents whose events arrived in the reverse
+	// of the order they happened in.
+	Reordered int `json:"reordered"`
+	// Outcomes counts what the webhook handler answered: the canonical
+	// writer's outcome (applied, moved_elsewhere, …), "ignored", or
+	// "duplicate" for a redelivery it recognised.
+	Outcomes map[string]int `json:"outcomes"`
+}
+
+// send is one POST of one event.
+type send struct {
+	eventID string
+}
+
+// intentSends are the deliveries of one PaymentIntent's events, in the
+// order they are sent.
+type intentSends struct {
+	intentID string
+	sends    []send
+}
+
+// moveIntents moves the intents in the simulator as the scenario says (each
+// move records the event Stripe would send) and returns the deliveries to
+// make: every event in order, except the dropped ones, the duplicated ones
+// twice, and the reordered ones backwards.
+func moveIntents(sim *stripesim.Server, p *plan) ([]intentSends, WebhookReport, error) {
+	rep := WebhookReport{Outcomes: map[string]int{}}
+	var out []intentSends
+	for _, r := range p.rows {
+		var events []string
+		set := func(s payrecon.StripeStatus, wantEvent bool) error {
+			id, err := sim.SetStatus(r.intentID, s)
+			if err != nil {
+				return fmt.Errorf("move intent %s to %s: %w", r.intentID, s, err)
+			}
+			if wantEvent {
+				if id == "" {
+					return fmt.Errorf("move intent %s to %s: the simulator recorded no event", r.intentID, s)
+				}
+				events = append(events, id)
+			}
+			return nil
+		}
+		// fail records a failed attempt: the intent leaves
+		// requires_payment_method and comes back to it, which Stripe
+		// announces with payment_intent.payment_failed.
+		fail := func() error {
+			if err := set(payrecon.IntentRequiresConfirmation, false); err != nil {
+				return err
+			}
+			return set(payrecon.IntentRequiresPaymentMethod, true)
+		}
+		var err error
+		var order []int // indexes into events, in delivery order
+		switch r.role {
+		case rolePaid, roleMissedSuccess:
+			err = set(payrecon.IntentSucceeded, true)
+			order = []int{0}
+		case roleCanceled, roleMissedCancel, rolePaidCanceled:
+			err = set(payrecon.IntentCanceled, true)
+			order = []int{0}
+		case roleFailed:
+			err = fail()
+			order = []int{0}
+		case roleDuplicated:
+			s := payrecon.IntentSucceeded
+			if r.variant != 0 {
+				s = payrecon.IntentCanceled
+			}
+			err = set(s, true)
+			order = []int{0, 0}
+			rep.Duplicated++
+		case roleReordered, roleFailedThenPaid:
+			if err = fail(); err == nil {
+				err = set(payrecon.IntentSucceeded, true)
+			}
+			order = []int{0, 1}
+			if r.role == roleReordered {
+				order = []int{1, 0}
+				rep.Reordered++
+			}
+		}
+		if err != nil {
+			return nil, rep, err
+		}
+		if r.role == roleMissedSuccess || r.role == roleMissedCancel {
+			rep.Dropped += len(events)
+			continue
+		}
+		if len(order) > 0 {
+			is := intentSends{intentID: r.intentID}
+			for _, i := range order {
+				is.sends = append(is.sends, send{eventID: events[i]})
+			}
+			out = append(out, is)
+		}
+	}
+	rep.Events = len(sim.Events())
+	return out, rep, nil
+}
+
+// deliverer POSTs signed events to a webhook endpoint.
+type deliverer struct {
+	sim    *stripesim.Server
+	url    string
+	secret string
+	client *http.Client
+}
+
+// deliver sends every intent's deliveries, intents concurrently (workers at
+// a time) and each intent's in order, and counts the handler's answers into
+// rep. Any answer but 200 is an error: the scenario depends on every
+// delivery landing.
+func (d *deliverer) deliver(ctx context.Context, all []intentSends, workers int, rep *WebhookReport) error {
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, is := range all {
+		g.Go(func() error {
+			for _, s := range is.sends {
+				outcome, err := d.post(gctx, s.eventID)
+				if err != nil {
+					return fmt.Errorf("deliver event %s of intent %s: %w", s.eventID, is.intentID, err)
+				}
+				mu.Lock()
+				rep.Delivered++
+				rep.Outcomes[outcome]++
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// post delivers one event as Stripe does, signed with the endpoint's secret
+// at the current time, and returns the handler's outcome.
+func (d *deliverer) post(ctx context.Context, eventID string) (string, error) {
+	payload, err := d.sim.EventPayload(eventID)
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(payload))
+	if err != nil {
+		return "", fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
+	req.Header.Set("Stripe-Signature", stripesim.SignatureHeader(payload, d.secret, time.Now()))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("post: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		return "", fmt.Errorf("read answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("webhook endpoint answered %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	}
+	var res struct {
+		Outcome   string `json:"outcome"`
+		Duplicate bool   `json:"duplicate"`
+	}
+	if err := json.Unmarshal(body, &res); err != nil {
+		return "", fmt.Errorf("decode answer %q: %w", body, err)
+	}
+	if res.Duplicate {
+		return "duplicate", nil
+	}
+	if res.Outcome == "" {
+		return "", errors.New("webhook endpoint answered 200 without an outcome")
+	}
+	return res.Outcome, nil
+}
