@@ -96,9 +96,10 @@ type SweepStore interface {
 	// Wrap moves the cursor from `from` back to 0 and completes the cycle,
 	// with a compare-and-set; ErrConcurrentRun when it moved.
 	Wrap(ctx context.Context, job string, from int64, now time.Time) error
-	// CountCreatedBetween counts payments rows created in [lo, hi]: list
-	// mode's estimate of the PaymentIntents a window holds.
-	CountCreatedBetween(ctx context.Context, lo, hi time.Time) (int64, error)
+	// CountCreatedBetween counts payments rows created in [lo, hi], up to
+	// limit (the count stops there): list mode's estimate of the
+	// PaymentIntents a window holds.
+	CountCreatedBetween(ctx context.Context, lo, hi time.Time, limit int64) (int64, error)
 	// PendingRechecks counts the job's queued rechecks by reason.
 	PendingRechecks(ctx context.Context, job string) (map[string]int, error)
 	// NextRecheck returns when the job's earliest recheck of the given

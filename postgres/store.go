@@ -187,10 +187,13 @@ func (s *Store) Wrap(ctx context.Context, job string, from int64, now time.Time)
 	return nil
 }
 
-// CountCreatedBetween implements payrecon.SweepStore (payments_created_at).
-func (s *Store) CountCreatedBetween(ctx context.Context, lo, hi time.Time) (int64, error) {
+// CountCreatedBetween implements payrecon.SweepStore: a bounded count on
+// payments_created_at, so a dense window costs no more than limit index
+// entries.
+func (s *Store) CountCreatedBetween(ctx context.Context, lo, hi time.Time, limit int64) (int64, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM payments WHERE created_at BETWEEN $1 AND $2", lo, hi).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM (SELECT 1 FROM payments WHERE created_at BETWEEN $1 AND $2 LIMIT $3) w",
+		lo, hi, limit).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count payments created between %s and %s: %w", lo.Format(time.RFC3339), hi.Format(time.RFC3339), err)
 	}
 	return n, nil

@@ -37,7 +37,7 @@ func BenchmarkDrain(b *testing.B) {
 			var elapsed, span time.Duration
 			for range b.N {
 				b.StopTimer()
-				tb := seedQueued(b, n)
+				tb := seedQueuedNoAudit(b, n)
 				b.StartTimer()
 				start := time.Now()
 				ds := make([]*drainer, procs)
@@ -65,6 +65,9 @@ func BenchmarkDrain(b *testing.B) {
 				span += time.Duration(s * float64(time.Second))
 				if got := pgtest.Count(b, tb.pool, "SELECT count(*) FROM payments WHERE status = 'paid' AND version = 1"); got != n {
 					b.Fatalf("%d of %d payments paid once", got, n)
+				}
+				if got := pgtest.Count(b, tb.pool, "SELECT count(*) FROM outbox WHERE processed_at IS NOT NULL AND outcome = 'applied'"); got != n {
+					b.Fatalf("%d of %d commands recorded as applied", got, n)
 				}
 			}
 			b.ReportMetric(float64(n*b.N)/elapsed.Seconds(), "commands/s")

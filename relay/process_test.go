@@ -133,11 +133,19 @@ func (d *drainer) wait() (relay.DrainReport, error) {
 // (as `scan --once` would) and installs the apply-once audit.
 func seedQueued(t testing.TB, n int) *testBundle {
 	t.Helper()
+	b := seedQueuedNoAudit(t, n)
+	installAudit(t, b.pool)
+	return b
+}
+
+// seedQueuedNoAudit is seedQueued without the audit trigger, whose extra
+// insert per command a benchmark must not pay.
+func seedQueuedNoAudit(t testing.TB, n int) *testBundle {
+	t.Helper()
 	cfg := testConfig(t)
 	cfg.InsertOnly = true
 	cfg.MaxAttempts = 0 // the default
 	b := setup(t, cfg)
-	installAudit(t, b.pool)
 	b.seedRepairs(t, n, true)
 	return b
 }

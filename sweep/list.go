@@ -76,7 +76,8 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 	// never more requests than retrieving every row would take.
 	maxPages := len(idx)
 	if s.cfg.Mode == ModeAuto {
-		est, err := s.store.CountCreatedBetween(ctx, lo, hi)
+		// Counting further than where listing stops paying off is wasted.
+		est, err := s.store.CountCreatedBetween(ctx, lo, hi, int64(len(idx))*listPageSize/2)
 		if err != nil {
 			return nil, nil, 0, err
 		}
