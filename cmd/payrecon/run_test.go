@@ -151,6 +151,10 @@ func TestRunInProcess(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("run did not stop")
 	}
+	if !strings.Contains(errb.String(), `"msg":"configuration"`) || strings.Contains(errb.String(), b.sim.SecretKey()) ||
+		strings.Contains(errb.String(), "whsec_test_run") {
+		t.Errorf("the effective configuration is not logged, or a secret is:\n%s", errb.String())
+	}
 	if !strings.Contains(errb.String(), `"msg":"stopped"`) {
 		t.Errorf("no structured stop log:\n%s", errb.String())
 	}
