@@ -165,21 +165,16 @@ func Run(ctx context.Context, serverURL string, cfg Config) (Report, error) {
 
 // createDatabase creates database name on the server.
 func createDatabase(ctx context.Context, serverURL, name string) error {
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(cctx, serverURL)
-	if err != nil {
-		return fmt.Errorf("connect to PostgreSQL at %s: %w", redactURL(serverURL), err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(cctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return fmt.Errorf("create the demo database %s: %w", name, err)
-	}
-	return nil
+	return adminExec(ctx, serverURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize(), "create the demo database "+name)
 }
 
 // dropDatabase drops database name, disconnecting whoever is left on it.
 func dropDatabase(ctx context.Context, serverURL, name string) error {
+	return adminExec(ctx, serverURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)", "drop the demo database "+name)
+}
+
+// adminExec runs one statement on the server's maintenance connection.
+func adminExec(ctx context.Context, serverURL, sql, what string) error {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(cctx, serverURL)
@@ -187,8 +182,8 @@ func dropDatabase(ctx context.Context, serverURL, name string) error {
 		return fmt.Errorf("connect to PostgreSQL at %s: %w", redactURL(serverURL), err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(cctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-		return fmt.Errorf("drop the demo database %s: %w", name, err)
+	if _, err := conn.Exec(cctx, sql); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"payrecon"
 	"payrecon/httpapi"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/testkit"
 	"payrecon/postgres"
 	"payrecon/stripesim"
 )
@@ -31,27 +31,9 @@ const (
 	oldSecret = "whsec_test_previous"
 )
 
-// fakeClock is a payrecon.Clock that moves only when told.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type testBundle struct {
 	pool   *pgxpool.Pool
-	clock  *fakeClock
+	clock  *testkit.Clock
 	srv    *httptest.Server
 	client *http.Client
 }
@@ -65,7 +47,7 @@ func setup(t *testing.T, secrets ...string) *testBundle {
 		secrets = []string{secret}
 	}
 	pool := pgtest.NewDB(t)
-	b := &testBundle{pool: pool, clock: &fakeClock{t: time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)}}
+	b := &testBundle{pool: pool, clock: testkit.NewClock(time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC))}
 	b.serve(t, httpapi.Deps{
 		Clock:   b.clock,
 		DB:      pool,

@@ -15,6 +15,7 @@ import (
 	"payrecon"
 	"payrecon/httpapi"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/testkit"
 	"payrecon/postgres"
 	"payrecon/stripesim"
 )
@@ -293,7 +294,7 @@ func TestWebhookDatabaseDown(t *testing.T) {
 	}
 	t.Cleanup(gone.Close)
 	for name, db := range map[string]httpapi.DB{"closed pool": closed, "missing database": gone} {
-		b := &testBundle{clock: &fakeClock{t: time.Now()}}
+		b := &testBundle{clock: testkit.NewClock(time.Now())}
 		b.serve(t, httpapi.Deps{Clock: b.clock, DB: db, Writer: postgres.NewWriter(nil),
 			Webhook: httpapi.WebhookConfig{Secrets: []string{secret}}})
 		r := b.deliver(t, event("evt_1", payrecon.EventPaymentIntentSucceeded, "pi_1", payrecon.IntentSucceeded, b.clock.Now()))
@@ -323,7 +324,7 @@ func TestWebhookNotConfigured(t *testing.T) {
 		if err := c.deps.Validate(); (err == nil) != c.valid {
 			t.Errorf("%s: Validate = %v", name, err)
 		}
-		b := &testBundle{clock: &fakeClock{t: time.Now()}}
+		b := &testBundle{clock: testkit.NewClock(time.Now())}
 		b.serve(t, c.deps)
 		r := b.deliver(t, event("evt_1", payrecon.EventPaymentIntentSucceeded, "pi_1", payrecon.IntentSucceeded, b.clock.Now()))
 		if r.status != c.status {

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"payrecon/internal/pgtest"
+	"payrecon/internal/testkit"
 	"payrecon/postgres"
 	"payrecon/relay"
 )
@@ -203,14 +204,14 @@ func TestKilledDrainerCommandsAreAppliedOnce(t *testing.T) {
 	processed := func() int {
 		return pgtest.Count(t, b.pool, "SELECT count(*) FROM outbox WHERE processed_at IS NOT NULL")
 	}
-	waitFor(t, "the victim to apply some commands", 2*time.Minute, func() bool { return processed() >= n/10 })
+	testkit.WaitFor(t, "the victim to apply some commands", 2*time.Minute, func() bool { return processed() >= n/10 })
 	if err := victim.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = victim.cmd.Wait()
 	// A COMMIT the victim sent just before it died still completes: count
 	// once its server sessions are gone.
-	waitFor(t, "the victim's sessions to end", time.Minute, func() bool {
+	testkit.WaitFor(t, "the victim's sessions to end", time.Minute, func() bool {
 		return pgtest.Count(t, b.pool, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1", helperAppName) == 0
 	})
 	atKill := processed()

@@ -15,6 +15,7 @@ import (
 	"payrecon"
 	"payrecon/httpapi"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/testkit"
 	"payrecon/stripesim"
 )
 
@@ -123,7 +124,7 @@ func TestWebhookRacesRepair(t *testing.T) {
 		if seedErr != nil || hookErr != nil {
 			t.Fatalf("round %d: seed: %v; webhook: %v", round, seedErr, hookErr)
 		}
-		waitFor(t, "the repair to be applied", 10*time.Second, func() bool {
+		testkit.WaitFor(t, "the repair to be applied", 10*time.Second, func() bool {
 			return pgtest.Count(t, b.pool, "SELECT count(*) FROM outbox WHERE id = $1 AND processed_at IS NOT NULL", rs.outbox[0]) == 1
 		})
 		var (

@@ -12,6 +12,7 @@ import (
 
 	"payrecon"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/testkit"
 	"payrecon/postgres"
 	"payrecon/relay"
 )
@@ -107,7 +108,7 @@ func TestRelayWakesOnCommit(t *testing.T) {
 	// can only be found through the notification sent at commit.
 	for round := range 3 {
 		rs := b.seedRepairs(t, 1, true)
-		waitFor(t, "the command to be applied", 10*time.Second, func() bool {
+		testkit.WaitFor(t, "the command to be applied", 10*time.Second, func() bool {
 			return pgtest.Count(t, b.pool, "SELECT count(*) FROM outbox WHERE id = $1 AND processed_at IS NOT NULL", rs.outbox[0]) == 1
 		})
 		if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM reconciliation_findings WHERE id = $1 AND resolution = 'repaired'", rs.findings[0]); n != 1 {
@@ -119,7 +120,7 @@ func TestRelayWakesOnCommit(t *testing.T) {
 		}
 		// The completion committed with the effect; River's completer may
 		// still be finishing its own bookkeeping.
-		waitFor(t, "the job to be completed", 10*time.Second, func() bool {
+		testkit.WaitFor(t, "the job to be completed", 10*time.Second, func() bool {
 			d, err := b.relay.Delivery(ctx, rs.outbox[0])
 			return err == nil && d.Job.State == "completed"
 		})
@@ -192,7 +193,7 @@ func TestInvalidCommandsAreDeadLetteredAtOnce(t *testing.T) {
 		b.insertCommand(t, "ApplyPaymentSucceeded", `{"payment_id": "seven"}`):             "payload has no valid payment_id",
 		b.insertCommand(t, "ApplyPaymentSucceeded", `{"payment_id": 1, "finding_id": 99}`): "finding 99 does not exist",
 	}
-	waitFor(t, "four dead letters", 10*time.Second, func() bool {
+	testkit.WaitFor(t, "four dead letters", 10*time.Second, func() bool {
 		dl, err := b.relay.DeadLetters(ctx, 0)
 		return err == nil && len(dl) == 4
 	})
@@ -215,7 +216,7 @@ func TestInvalidCommandsAreDeadLetteredAtOnce(t *testing.T) {
 	}
 	// The relay is still working.
 	rs := b.seedRepairs(t, 1, true)
-	waitFor(t, "a good command after the bad ones", 10*time.Second, func() bool {
+	testkit.WaitFor(t, "a good command after the bad ones", 10*time.Second, func() bool {
 		return pgtest.Count(t, b.pool, "SELECT count(*) FROM outbox WHERE id = $1 AND processed_at IS NOT NULL", rs.outbox[0]) == 1
 	})
 	// An operator fixes the unknown event type and retries it.
@@ -229,7 +230,7 @@ func TestInvalidCommandsAreDeadLetteredAtOnce(t *testing.T) {
 	if _, err := b.relay.Retry(ctx, fixed.JobID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the retried command to be applied", 10*time.Second, func() bool {
+	testkit.WaitFor(t, "the retried command to be applied", 10*time.Second, func() bool {
 		return pgtest.Count(t, b.pool, "SELECT count(*) FROM outbox WHERE id = $1 AND processed_at IS NOT NULL AND last_error IS NULL", fixed.OutboxID) == 1
 	})
 	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM payments WHERE id = $1 AND status = 'paid' AND version = 1", pid); n != 1 {

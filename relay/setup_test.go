@@ -222,23 +222,6 @@ func checkAppliedOnce(t testing.TB, pool *pgxpool.Pool, n int) {
 	}
 }
 
-// waitFor polls cond every few milliseconds until it holds, failing the
-// test after timeout.
-func waitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		case <-tick.C:
-		}
-	}
-}
-
 // env returns os.Getenv(key), or def when it is unset.
 func env(key, def string) string {
 	if v, ok := os.LookupEnv(key); ok {

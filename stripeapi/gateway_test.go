@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"payrecon"
+	"payrecon/internal/testkit"
 	"payrecon/stripeapi"
 	"payrecon/stripesim"
 )
@@ -250,7 +251,7 @@ func TestErrorMapping(t *testing.T) {
 				t.Errorf("error %q does not name the intent", err)
 			}
 			// Hung requests are counted when the server notices the client left.
-			waitFor(t, "the requests to be counted", func() bool { return b.sim.Stats().Total() >= tt.requests })
+			testkit.WaitFor(t, "the requests to be counted", 5*time.Second, func() bool { return b.sim.Stats().Total() >= tt.requests })
 			if got := b.sim.Stats().Total(); got != tt.requests {
 				t.Errorf("%d requests, want %d", got, tt.requests)
 			}
@@ -376,7 +377,7 @@ func TestCallerCancellation(t *testing.T) {
 			_, err := b.gw.RetrieveIntent(ctx, "pi_1")
 			errc <- err
 		}()
-		waitFor(t, "the request to hang", func() bool { return b.sim.InFlight() == 1 })
+		testkit.WaitFor(t, "the request to hang", 5*time.Second, func() bool { return b.sim.InFlight() == 1 })
 		cancel()
 		err := <-errc
 		if !errors.Is(err, context.Canceled) || errors.Is(err, payrecon.ErrUnavailable) {
@@ -484,22 +485,6 @@ func TestConcurrentCalls(t *testing.T) {
 	for range 100 {
 		if err := <-errc; err != nil {
 			t.Error(err)
-		}
-	}
-}
-
-// waitFor polls cond until it holds or 5 s pass.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(5 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"payrecon/internal/testkit"
 	"payrecon/stripesim"
 )
 
@@ -106,7 +107,7 @@ func TestHangUntilClientGivesUp(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v, want the client's deadline", err)
 	}
-	waitFor(t, "the hung request to be counted", func() bool {
+	testkit.WaitFor(t, "the hung request to be counted", 5*time.Second, func() bool {
 		return b.sim.Stats().Responses[stripesim.EndpointRetrieveIntent][0] == 1
 	})
 }
@@ -124,7 +125,7 @@ func TestCloseReleasesHangs(t *testing.T) {
 		}
 		done <- err
 	}()
-	waitFor(t, "the request to hang", func() bool { return b.sim.InFlight() == 1 })
+	testkit.WaitFor(t, "the request to hang", 5*time.Second, func() bool { return b.sim.InFlight() == 1 })
 	b.sim.Close()
 	if b.sim.InFlight() != 0 {
 		t.Fatalf("Close returned with %d requests in flight", b.sim.InFlight())

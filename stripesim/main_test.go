@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"payrecon/internal/testkit"
 	"payrecon/stripesim"
 )
 
@@ -17,39 +17,17 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// fakeClock is a payrecon.Clock that moves only when told.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // testBundle is a simulator, its clock and a client of the test's own.
 type testBundle struct {
 	sim    *stripesim.Server
-	clock  *fakeClock
+	clock  *testkit.Clock
 	client *http.Client
 }
 
 // setup starts a simulator on a fake clock (unless cfg has a clock).
 func setup(t testing.TB, cfg stripesim.Config) *testBundle {
 	t.Helper()
-	clock := newFakeClock()
+	clock := testkit.NewClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	if cfg.Clock == nil {
 		cfg.Clock = clock
 	}
@@ -149,20 +127,4 @@ func (l list) ids(t testing.TB) []string {
 		out = append(out, x.ID)
 	}
 	return out
-}
-
-// waitFor polls cond until it holds or 5 s pass.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.NewTimer(5 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
 }

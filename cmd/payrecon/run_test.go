@@ -19,6 +19,7 @@ import (
 
 	"payrecon"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/testkit"
 	"payrecon/stripesim"
 )
 
@@ -30,18 +31,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// waitFor polls until check passes or the deadline passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, check func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func httpGet(url string) (int, string) {
@@ -93,13 +82,13 @@ func TestRunInProcess(t *testing.T) {
 			func(k string) string { return env[k] }, &out, &errb)
 	}()
 	base := "http://" + addr
-	waitFor(t, "/readyz", 30*time.Second, func() bool { code, _ := httpGet(base + "/readyz"); return code == 200 })
+	testkit.WaitFor(t, "/readyz", 30*time.Second, func() bool { code, _ := httpGet(base + "/readyz"); return code == 200 })
 	if code, body := httpGet(base + "/healthz"); code != 200 {
 		t.Errorf("/healthz = %d %s", code, body)
 	}
 	pool := pgtestPool(t, b.url)
 	// The sweep finds the missed success and the relay repairs it.
-	waitFor(t, "the missed success to be repaired", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "the missed success to be repaired", 30*time.Second, func() bool {
 		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE id = $1 AND status = 'paid' AND version = 1", ids[0]) == 1
 	})
 	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE payment_id = $1 AND resolution = 'repaired'", ids[0]); n != 1 {
@@ -239,25 +228,25 @@ func TestTwoRunProcessesFailover(t *testing.T) {
 	args := []string{"run", "--grace", "0", "--min-cycle", "200ms", "--batch", "20", "--rps", "400", "--log-format", "json",
 		"--repair-rescue-after", "3s"}
 	p1 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t))...)
-	waitFor(t, "the first process to hold the lease", 30*time.Second, func() bool { return leaseHolderPID(t, b.url) == p1.cmd.Process.Pid })
+	testkit.WaitFor(t, "the first process to hold the lease", 30*time.Second, func() bool { return leaseHolderPID(t, b.url) == p1.cmd.Process.Pid })
 	p2 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t))...)
-	waitFor(t, "the second process to wait for the lease", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "the second process to wait for the lease", 30*time.Second, func() bool {
 		return strings.Contains(p2.stderr.String(), "waiting for the sweep lease")
 	})
 	if pid := leaseHolderPID(t, b.url); pid != p1.cmd.Process.Pid {
 		t.Fatalf("lease holder %d, want the first process %d", pid, p1.cmd.Process.Pid)
 	}
 	pool := pgtestPool(t, b.url)
-	waitFor(t, "a batch or two", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "a batch or two", 30*time.Second, func() bool {
 		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NOT NULL") >= 40
 	})
 	if err := p1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	waitFor(t, "the second process to take over", 30*time.Second, func() bool { return leaseHolderPID(t, b.url) == p2.cmd.Process.Pid })
+	testkit.WaitFor(t, "the second process to take over", 30*time.Second, func() bool { return leaseHolderPID(t, b.url) == p2.cmd.Process.Pid })
 	t.Logf("takeover after %s", time.Since(killed).Round(time.Millisecond))
-	waitFor(t, "two completed cycles and every repair applied", 60*time.Second, func() bool {
+	testkit.WaitFor(t, "two completed cycles and every repair applied", 60*time.Second, func() bool {
 		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NULL") == 0 &&
 			pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE status = 'pending'") == 0 &&
 			pgtest.Count(t, pool, "SELECT count(*) FROM outbox WHERE processed_at IS NULL") == 0
@@ -296,7 +285,7 @@ func TestSIGTERMDuringBatchLeavesNothingHalfWritten(t *testing.T) {
 	b.sim.SetFaults(stripesim.Faults{Latency: 30 * time.Millisecond})
 	p := startBinary(t, b.env, "run", "--http-addr", freeAddr(t), "--grace", "0", "--batch", "100", "--concurrency", "4", "--rps", "0", "--mode", "retrieve")
 	pool := pgtestPool(t, b.url)
-	waitFor(t, "the first batch", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "the first batch", 30*time.Second, func() bool {
 		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NOT NULL") > 0
 	})
 	// The next batch is now in progress (100 rows × 30 ms / 4 ≈ 750 ms).
