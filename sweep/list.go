@@ -145,8 +145,11 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 	var orphans []payrecon.Orphan
 	settled := now.Add(-max(s.cfg.Grace, 0))
 	for _, in := range got {
-		// An intent created moments ago may not have its local row yet.
-		if !inBatch[in.ID] && in.Created.Before(settled) && in.Status != "" {
+		// Only what the window asked for (a server that ignores the filter,
+		// as stripe-mock does, must not produce orphans), and not an intent
+		// created moments ago, whose local row may not be written yet.
+		inWindow := !in.Created.Before(lo) && !in.Created.After(hi)
+		if inWindow && !inBatch[in.ID] && in.Created.Before(settled) && in.Status != "" {
 			orphans = append(orphans, payrecon.Orphan{IntentID: in.ID, Status: in.Status, Created: in.Created})
 		}
 	}
