@@ -76,6 +76,10 @@ type Config struct {
 	// retries or deletes them. (It is River's retention for those states,
 	// for every kind of job in the database.)
 	DeadLetterRetention time.Duration
+	// AdoptInterval is how often the running relay gives a delivery job to
+	// outbox commands that have none (written by another producer); zero
+	// means AdoptIntervalDefault, a negative value never.
+	AdoptInterval time.Duration
 	// DrainPollInterval is how often Drain checks whether anything is left.
 	// Default DrainPollIntervalDefault.
 	DrainPollInterval time.Duration
@@ -114,6 +118,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RescueStuckJobsAfter == 0 {
 		c.RescueStuckJobsAfter = max(RescueStuckJobsAfterDefault, 3*c.JobTimeout)
+	}
+	if c.AdoptInterval == 0 {
+		c.AdoptInterval = AdoptIntervalDefault
 	}
 	if c.DrainPollInterval == 0 {
 		c.DrainPollInterval = DrainPollIntervalDefault

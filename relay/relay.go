@@ -71,6 +71,9 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 	if err := river.AddWorkerSafely(workers, &repairWorker{relay: r}); err != nil {
 		return nil, fmt.Errorf("new relay: register worker: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &adoptWorker{relay: r}); err != nil {
+		return nil, fmt.Errorf("new relay: register adopt worker: %w", err)
+	}
 	retention := cfg.DeadLetterRetention
 	if retention == 0 {
 		retention = -1 // River: never delete
@@ -89,6 +92,9 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 	}
 	if !cfg.InsertOnly {
 		rc.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.Workers}}
+		if cfg.AdoptInterval > 0 {
+			rc.PeriodicJobs = []*river.PeriodicJob{adoptJob(cfg.AdoptInterval)}
+		}
 		if conns := int(pool.Config().MaxConns); conns < cfg.Workers+3 {
 			r.log.Warn("relay: the pool has fewer connections than workers need; workers will wait for connections",
 				slog.Int("pool_max_conns", conns), slog.Int("workers", cfg.Workers), slog.Int("want_at_least", cfg.Workers+3))

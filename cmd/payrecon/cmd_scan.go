@@ -13,6 +13,7 @@ import (
 
 	"payrecon"
 	"payrecon/postgres"
+	"payrecon/relay"
 	"payrecon/sweep"
 )
 
@@ -92,6 +93,13 @@ func (c *scanCmd) Run(a *app) error {
 		return err
 	}
 	store := postgres.NewStore(pool)
+	// Repair commands get their River delivery job in the batch's own
+	// transaction, so a running `payrecon run` (or `relay`) applies them.
+	rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{InsertOnly: true, Logger: a.logger.With("component", "relay")})
+	if err != nil {
+		return err
+	}
+	store.EnqueueFunc = rl.EnqueueFunc()
 	s := sweep.New(store, gw, cfg)
 	s.Limiter = limiter
 	s.Logger = a.logger.With("component", "sweep")

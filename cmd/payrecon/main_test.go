@@ -106,6 +106,13 @@ func TestScanOnceEndToEnd(t *testing.T) {
 		rep.Counts["in_sync"] != 50 || rep.Counts["repairable"] != 2 || rep.Counts["needs_review"] != 3 {
 		t.Errorf("report = %+v", rep)
 	}
+	// Each repair command has its River delivery job, so a running service
+	// applies it.
+	pool := pgtestPool(t, b.url)
+	if n := pgtest.Count(t, pool, `SELECT count(*) FROM outbox o JOIN river_job j ON j.kind = 'payrecon_repair'
+		AND j.args @> jsonb_build_object('outbox_id', o.id) AND j.state = 'available'`); n != 2 {
+		t.Errorf("%d repair commands with a delivery job, want 2", n)
+	}
 	// A second cycle finds nothing new.
 	r = runCLI(t, b.env, "scan", "--once", "--rps", "0")
 	if r.code != 0 || !strings.Contains(r.stdout, "new findings") {

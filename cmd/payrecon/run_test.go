@@ -67,7 +67,13 @@ func (s *syncBuffer) String() string {
 func TestRunInProcess(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ids := b.seed(t, [][2]string{{"pending", "succeeded"}, {"paid", "succeeded"}, {"pending", "requires_payment_method"}})
+	ids := b.seed(t, [][2]string{{"pending", "succeeded"}, {"paid", "succeeded"}, {"pending", "requires_payment_method"},
+		{"pending", "requires_payment_method"}})
+	// Another producer writes a command to the outbox, with no delivery job
+	// (and the sweep sees nothing to repair on that row): the service adopts
+	// the command and applies it.
+	pgtest.Exec(t, pgtestPool(t, b.url), `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+		VALUES ('Payment', $1::text, 'ApplyPaymentCanceled', jsonb_build_object('payment_id', $2::bigint))`, fmt.Sprint(ids[3]), ids[3])
 	addr := freeAddr(t)
 	env := map[string]string{}
 	for k, v := range b.env {
@@ -90,6 +96,9 @@ func TestRunInProcess(t *testing.T) {
 	// The sweep finds the missed success and the relay repairs it.
 	testkit.WaitFor(t, "the missed success to be repaired", 30*time.Second, func() bool {
 		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE id = $1 AND status = 'paid' AND version = 1", ids[0]) == 1
+	})
+	testkit.WaitFor(t, "the other producer's command to be applied", 30*time.Second, func() bool {
+		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE id = $1 AND status = 'failed' AND version = 1", ids[3]) == 1
 	})
 	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE payment_id = $1 AND resolution = 'repaired'", ids[0]); n != 1 {
 		t.Error("the repaired finding is not resolved as repaired")
