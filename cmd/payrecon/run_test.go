@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"payrecon"
 	"payrecon/internal/pgtest"
 	"payrecon/internal/testkit"
@@ -84,11 +86,19 @@ func TestRunInProcess(t *testing.T) {
 	var out, errb syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"run", "--http-addr", addr, "--grace", "0", "--min-cycle", "1h", "--log-format", "json"},
+		done <- run(ctx, []string{"run", "--http-addr", addr, "--grace", "0", "--min-cycle", "1h", "--log-format", "json", "--workers", "4"},
 			func(k string) string { return env[k] }, &out, &errb)
 	}()
 	base := "http://" + addr
-	testkit.WaitFor(t, "/readyz", 30*time.Second, func() bool { code, _ := httpGet(base + "/readyz"); return code == 200 })
+	testkit.WaitFor(t, "/readyz", 30*time.Second, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("run returned before it was ready: %v\n%s", err, errb.String())
+		default:
+		}
+		code, _ := httpGet(base + "/readyz")
+		return code == 200
+	})
 	if code, body := httpGet(base + "/healthz"); code != 200 {
 		t.Errorf("/healthz = %d %s", code, body)
 	}
@@ -197,9 +207,8 @@ func (p *proc) wait(t *testing.T, timeout time.Duration) (int, bool) {
 	}
 }
 
-func leaseHolderPID(t *testing.T, url string) int {
+func leaseHolderPID(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
-	pool := pgtestPool(t, url)
 	var app string
 	err := pool.QueryRow(context.Background(), `SELECT coalesce((SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'payrecon run%' LIMIT 1), '')`).Scan(&app)
@@ -234,18 +243,18 @@ func TestTwoRunProcessesFailover(t *testing.T) {
 	b.sim.SetFaults(stripesim.Faults{Latency: 5 * time.Millisecond})
 	// A repair job the killed process had picked up is handed to the
 	// survivor after --repair-rescue-after.
-	args := []string{"run", "--grace", "0", "--min-cycle", "200ms", "--batch", "20", "--rps", "400", "--log-format", "json",
+	args := []string{"run", "--grace", "0", "--min-cycle", "200ms", "--batch", "20", "--rps", "400", "--log-format", "json", "--workers", "4",
 		"--repair-rescue-after", "3s"}
+	pool := pgtestPool(t, b.url)
 	p1 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t))...)
-	testkit.WaitFor(t, "the first process to hold the lease", 30*time.Second, func() bool { return leaseHolderPID(t, b.url) == p1.cmd.Process.Pid })
+	testkit.WaitFor(t, "the first process to hold the lease", 30*time.Second, func() bool { return leaseHolderPID(t, pool) == p1.cmd.Process.Pid })
 	p2 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t))...)
 	testkit.WaitFor(t, "the second process to wait for the lease", 30*time.Second, func() bool {
 		return strings.Contains(p2.stderr.String(), "waiting for the sweep lease")
 	})
-	if pid := leaseHolderPID(t, b.url); pid != p1.cmd.Process.Pid {
+	if pid := leaseHolderPID(t, pool); pid != p1.cmd.Process.Pid {
 		t.Fatalf("lease holder %d, want the first process %d", pid, p1.cmd.Process.Pid)
 	}
-	pool := pgtestPool(t, b.url)
 	testkit.WaitFor(t, "a batch or two", 30*time.Second, func() bool {
 		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NOT NULL") >= 40
 	})
@@ -253,7 +262,7 @@ func TestTwoRunProcessesFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	killed := time.Now()
-	testkit.WaitFor(t, "the second process to take over", 30*time.Second, func() bool { return leaseHolderPID(t, b.url) == p2.cmd.Process.Pid })
+	testkit.WaitFor(t, "the second process to take over", 30*time.Second, func() bool { return leaseHolderPID(t, pool) == p2.cmd.Process.Pid })
 	t.Logf("takeover after %s", time.Since(killed).Round(time.Millisecond))
 	testkit.WaitFor(t, "two completed cycles and every repair applied", 60*time.Second, func() bool {
 		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NULL") == 0 &&
@@ -292,7 +301,7 @@ func TestSIGTERMDuringBatchLeavesNothingHalfWritten(t *testing.T) {
 	}
 	b.seed(t, rows)
 	b.sim.SetFaults(stripesim.Faults{Latency: 30 * time.Millisecond})
-	p := startBinary(t, b.env, "run", "--http-addr", freeAddr(t), "--grace", "0", "--batch", "100", "--concurrency", "4", "--rps", "0", "--mode", "retrieve")
+	p := startBinary(t, b.env, "run", "--http-addr", freeAddr(t), "--grace", "0", "--batch", "100", "--concurrency", "4", "--rps", "0", "--mode", "retrieve", "--workers", "4")
 	pool := pgtestPool(t, b.url)
 	testkit.WaitFor(t, "the first batch", 30*time.Second, func() bool {
 		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NOT NULL") > 0

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/url"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"payrecon/postgres"
@@ -73,29 +75,45 @@ func NewURL(t testing.TB) string {
 		t.Fatalf("test database template: %v", templateErr)
 	}
 	name := "payrecon_test_" + randomSuffix()
-	admin, err := pgx.Connect(ctx, AdminURL())
-	if err != nil {
-		t.Fatalf("connect to PostgreSQL at %s: %v", redact(AdminURL()), err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY",
+	if err := adminExec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY",
 		pgx.Identifier{name}.Sanitize(), pgx.Identifier{templateName}.Sanitize())); err != nil {
 		t.Fatalf("clone test database: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		c, err := pgx.Connect(ctx, AdminURL())
-		if err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		if err := adminExec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 			t.Errorf("drop test database %s: %v", name, err)
 		}
 	})
 	return withDatabase(AdminURL(), name)
+}
+
+// adminExec runs one statement on the maintenance database. Test packages
+// run side by side and some start whole payrecon processes: when the server
+// is momentarily out of connections (SQLSTATE 53300), it waits and tries
+// again rather than failing an unrelated test.
+func adminExec(ctx context.Context, sql string) error {
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		err := func() error {
+			c, err := pgx.Connect(ctx, AdminURL())
+			if err != nil {
+				return fmt.Errorf("connect to PostgreSQL at %s: %w", redact(AdminURL()), err)
+			}
+			defer c.Close(context.WithoutCancel(ctx))
+			_, err = c.Exec(ctx, sql)
+			return err
+		}()
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "53300" {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 func ensureTemplate(ctx context.Context) (string, error) {

@@ -40,13 +40,13 @@ func (c *Clock) Set(t time.Time) {
 	c.t = t
 }
 
-// WaitFor polls cond every millisecond until it holds, and fails the test
-// with what it waited for when timeout passes first.
+// WaitFor polls cond every 5 ms until it holds, and fails the test with
+// what it waited for when timeout passes first.
 func WaitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
 	tb.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	tick := time.NewTicker(time.Millisecond)
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
 		select {
