@@ -109,7 +109,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MaxRetryAfter = MaxRetryAfterDefault
 	}
 	if c.SleepFunc == nil {
-		c.SleepFunc = sleep
+		c.SleepFunc = payrecon.Sleep
 	}
 	if c.JitterFunc == nil {
 		c.JitterFunc = newJitter()
@@ -129,20 +129,6 @@ func redactURL(raw string) string {
 		return u.Redacted()
 	}
 	return "(unparsable)"
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // newJitter returns a goroutine-safe jitter source of its own, seeded from

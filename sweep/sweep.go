@@ -222,7 +222,7 @@ func New(store payrecon.SweepStore, gateway payrecon.Gateway, cfg Config) *Sweep
 		cfg:       cfg.withDefaults(),
 		Clock:     payrecon.SystemClock{},
 		Logger:    slog.New(slog.DiscardHandler),
-		SleepFunc: sleep,
+		SleepFunc: payrecon.Sleep,
 	}
 }
 
@@ -529,20 +529,6 @@ func (s *Sweeper) runBatchGracefully(ctx context.Context, rechecksOnly bool) (Ba
 	})
 	defer stop()
 	return s.runBatch(bctx, rechecksOnly)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // Recheck checks the given rows against Stripe now, ignoring the grace
