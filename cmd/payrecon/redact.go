@@ -11,15 +11,12 @@ func redactURL(raw string) string {
 	if err != nil || u.Scheme == "" {
 		return "(set; not a URL, not shown)"
 	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-	}
+	// url.URL.Redacted hides the userinfo password; libpq also accepts one
+	// as a query parameter.
 	q := u.Query()
 	if q.Has("password") {
 		q.Set("password", "xxxxx")
 		u.RawQuery = q.Encode()
 	}
-	return u.String()
+	return u.Redacted()
 }
