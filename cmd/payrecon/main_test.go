@@ -174,6 +174,11 @@ func TestConfigurationErrorsAreOneClearLine(t *testing.T) {
 		{"relay without a database", with("DATABASE_URL", ""), []string{"relay", "--drain"}, 2, "DATABASE_URL is not set"},
 		{"plan without figures", b.env, []string{"plan"}, 2, "--rows"},
 		{"missing webhook body in classify", b.env, []string{"classify", "paid"}, 2, "two statuses"},
+		{"console exposed without a password", b.env, []string{"run", "--admin-addr", "0.0.0.0:8081"}, 2, "set PAYRECON_CONSOLE_PASSWORD"},
+		{"console exposed, from the environment", with("PAYRECON_ADMIN_ADDR", ":8081"), []string{"run"}, 2, "bind --admin-addr to 127.0.0.1"},
+		{"console password twice", with("PAYRECON_CONSOLE_PASSWORD", "pw"), []string{"run", "--console-password-file", "/dev/null"}, 2, "not both"},
+		{"empty console password file", b.env, []string{"run", "--console-password-file", "/dev/null"}, 2, "is empty"},
+		{"missing console password file", b.env, []string{"run", "--console-password-file", "/nonexistent/pw"}, 2, "console password file"},
 	}
 	for _, cmd := range [][]string{{"status"}, {"findings", "list"}, {"findings", "show", "1"}, {"relay", "--drain"},
 		{"plan", "--from-db"}, {"scan", "--once"}, {"run"}, {"migrate"}} {
