@@ -146,7 +146,7 @@ func formatCount(f float64) string {
 }
 
 func formatRate(f float64) string {
-	if math.IsInf(f, 1) {
+	if math.IsInf(f, 1) || f >= math.MaxFloat64 { // rate.Inf
 		return "unlimited"
 	}
 	return fmt.Sprintf("%.1f / s", f)

@@ -234,6 +234,10 @@ func (s *Service) Addr() string {
 	return a
 }
 
+// AdminHandler returns the admin listener's handler (for tests and for
+// embedding the service in another server).
+func (s *Service) AdminHandler() http.Handler { return s.admin }
+
 // AdminAddr returns the address the admin HTTP server listens on, once it
 // does.
 func (s *Service) AdminAddr() string {

@@ -224,20 +224,22 @@ func TestClassifyTableMatchesDomain(t *testing.T) {
 func TestConfigRedactsSecrets(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
-		"DATABASE_URL":          "postgres://app:hunter2@db.internal:5432/shop",
-		"STRIPE_SECRET_KEY":     "sk_live_abcdefghijklmnop1234",
-		"STRIPE_WEBHOOK_SECRET": "whsec_oldoldoldold9999,whsec_newnewnewnew8888",
+		"DATABASE_URL":              "postgres://app:hunter2@db.internal:5432/shop",
+		"STRIPE_SECRET_KEY":         "sk_live_abcdefghijklmnop1234",
+		"STRIPE_WEBHOOK_SECRET":     "whsec_oldoldoldold9999,whsec_newnewnewnew8888",
+		"PAYRECON_CONSOLE_PASSWORD": "correct-horse-console",
 	}
 	r := runCLI(t, env, "config")
 	if r.code != 0 {
 		t.Fatalf("config exit %d: %s", r.code, r.stderr)
 	}
-	for _, secret := range []string{"hunter2", "abcdefghijklmnop", "oldoldold", "newnewnew"} {
+	for _, secret := range []string{"hunter2", "abcdefghijklmnop", "oldoldold", "newnewnew", "correct-horse"} {
 		if strings.Contains(r.stdout, secret) {
 			t.Errorf("config printed a secret (%s):\n%s", secret, r.stdout)
 		}
 	}
-	for _, want := range []string{"db.internal:5432/shop", "sk_live_****1234", "whsec_****9999,whsec_****8888", "127.0.0.1:8080"} {
+	for _, want := range []string{"db.internal:5432/shop", "sk_live_****1234", "whsec_****9999,whsec_****8888", "127.0.0.1:8080",
+		"127.0.0.1:8081", "console_password"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("config lacks %q:\n%s", want, r.stdout)
 		}
