@@ -82,12 +82,13 @@ func serviceConfig(sim *stripesim.Server, pw string, logs io.Writer) service.Con
 		HTTPAddr:        "127.0.0.1:0",
 		AdminAddr:       "127.0.0.1:0",
 		ConsolePassword: pw,
-		Console:         console.Config{KDFIterations: 1000},
-		Sweep:           sweep.Config{Batch: 50, Grace: -1, Concurrency: 4, MinCycle: time.Hour, MaxOutage: time.Minute},
-		Stripe:          stripeapi.Config{SecretKey: sim.SecretKey(), APIBase: sim.URL()},
-		WebhookSecrets:  []string{webhookSecret},
-		Relay:           relay.Config{Workers: 2},
-		Logger:          slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		// A cheap key derivation, and room for the tests' many logins.
+		Console:        console.Config{KDFIterations: 1000, LoginBurst: 100, LoginsPerMinute: 600},
+		Sweep:          sweep.Config{Batch: 50, Grace: -1, Concurrency: 4, MinCycle: time.Hour, MaxOutage: time.Minute},
+		Stripe:         stripeapi.Config{SecretKey: sim.SecretKey(), APIBase: sim.URL()},
+		WebhookSecrets: []string{webhookSecret},
+		Relay:          relay.Config{Workers: 2},
+		Logger:         slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
 }
 
