@@ -13,7 +13,9 @@ import (
 // README says: metrics, the console and River's dashboard on the admin
 // address, none of them on the public one.
 func checkListeners(ctx context.Context, public, admin string) error {
-	client := &http.Client{Timeout: 10 * time.Second}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections() // no keep-alive goroutine outlives the check
+	client := &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	get := func(url string) (int, string, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
