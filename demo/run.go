@@ -230,8 +230,7 @@ func (r *runner) webhooks(ctx context.Context) error {
 	}
 	deps := httpapi.Deps{
 		Logger:  quiet(r.log).With("component", "http"),
-		DB:      r.pool,
-		Writer:  postgres.NewWriter(nil),
+		Events:  postgres.NewEvents(r.pool, postgres.NewWriter(nil), nil),
 		Webhook: httpapi.WebhookConfig{Secrets: []string{r.secret}},
 	}
 	if err := deps.Validate(); err != nil {

@@ -38,10 +38,10 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit int, now time.Time) (payrecon.Cursor, []payrecon.PaymentRow, []payrecon.PaymentRow, error) {
 	cur := payrecon.Cursor{Job: job}
 	b := &pgx.Batch{}
-	b.Queue(query("ensure_cursor"), job, now)
+	b.Queue(queries.Get("ensure_cursor"), job, now)
 	var rows, rechecks []payrecon.PaymentRow
 	found := false
-	b.Queue(query("read_batch"), job, limit).Query(func(rs pgx.Rows) error {
+	b.Queue(queries.Get("read_batch"), job, limit).Query(func(rs pgx.Rows) error {
 		for rs.Next() {
 			var (
 				completed *time.Time
@@ -68,7 +68,7 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 		return rs.Err()
 	})
 	if recheckLimit > 0 {
-		b.Queue(query("read_rechecks"), job, now, recheckLimit).Query(func(rs pgx.Rows) error {
+		b.Queue(queries.Get("read_rechecks"), job, now, recheckLimit).Query(func(rs pgx.Rows) error {
 			for rs.Next() {
 				r := payrecon.PaymentRow{FromRecheck: true}
 				var status string
@@ -98,7 +98,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 	var res payrecon.CommitResult
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if c.Advance {
-			tag, err := tx.Exec(ctx, query("commit_cursor"), c.Job, c.From, c.To, len(c.Checks), c.Busy.Seconds(), c.Now)
+			tag, err := tx.Exec(ctx, queries.Get("commit_cursor"), c.Job, c.From, c.To, len(c.Checks), c.Busy.Seconds(), c.Now)
 			if err != nil {
 				return fmt.Errorf("advance cursor %q: %w", c.Job, err)
 			}
@@ -129,7 +129,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 		}
 		b := &pgx.Batch{}
 		res.Opened, res.Resolved = map[payrecon.Kind]int{}, map[payrecon.Kind]int{}
-		b.Queue(query("commit_checks"), ids, versions, intents, locals, observed, verdicts, kinds, commands,
+		b.Queue(queries.Get("commit_checks"), ids, versions, intents, locals, observed, verdicts, kinds, commands,
 			reasons, recheckAt, errs, c.Job, c.Now, c.Grace).QueryRow(func(row pgx.Row) error {
 			var rdone, radd int
 			var opened, resolved []string
@@ -140,27 +140,24 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			countKinds(res.Resolved, resolved)
 			return nil
 		})
-		b.Queue(query("resolve_orphans"), intents, c.Now, c.Job).Query(func(rows pgx.Rows) error {
+		b.Queue(queries.Get("resolve_orphans"), intents, c.Now, c.Job).Query(func(rows pgx.Rows) error {
 			kinds, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			countKinds(res.Resolved, kinds)
 			return err
 		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("write batch results for job %q: %w", c.Job, err)
+		}
 		if len(c.Orphans) > 0 {
 			oid, ost := make([]string, len(c.Orphans)), make([]string, len(c.Orphans))
 			for i, o := range c.Orphans {
 				oid[i], ost[i] = o.IntentID, string(o.Status)
 			}
-			b.Queue(query("commit_orphans"), oid, ost, c.Job, c.Now).QueryRow(func(row pgx.Row) error {
-				var opened int
-				if err := row.Scan(&opened); err != nil {
-					return err
-				}
-				res.Opened[payrecon.KindMissingLocally] += opened
-				return nil
-			})
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("write batch results for job %q: %w", c.Job, err)
+			ids, err := openMissingLocally(ctx, tx, oid, ost, "a PaymentIntent exists in Stripe with no local payments row", c.Job, c.Now)
+			if err != nil {
+				return err
+			}
+			res.Opened[payrecon.KindMissingLocally] += len(ids)
 		}
 		if len(res.Commands) > 0 && s.EnqueueFunc != nil {
 			if err := s.EnqueueFunc(ctx, tx, res.Commands); err != nil {
@@ -177,7 +174,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 
 // Wrap implements payrecon.SweepStore.
 func (s *Store) Wrap(ctx context.Context, job string, from int64, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, query("wrap_cursor"), job, from, now)
+	tag, err := s.pool.Exec(ctx, queries.Get("wrap_cursor"), job, from, now)
 	if err != nil {
 		return fmt.Errorf("wrap cursor %q: %w", job, err)
 	}
@@ -237,6 +234,14 @@ func countKinds(m map[payrecon.Kind]int, kinds []string) {
 	for _, k := range kinds {
 		m[payrecon.Kind(k)]++
 	}
+}
+
+// optionalID is id, or NULL for zero.
+func optionalID(id int64) *int64 {
+	if id == 0 {
+		return nil
+	}
+	return &id
 }
 
 func optional(s string) *string {

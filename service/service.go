@@ -157,8 +157,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	deps := httpapi.Deps{
 		Logger:      cfg.Logger.With("component", "http"),
 		Clock:       cfg.Clock,
-		DB:          pool,
-		Writer:      writer,
+		Events:      postgres.NewEvents(pool, writer, cfg.Clock),
 		Webhook:     httpapi.WebhookConfig{Secrets: cfg.WebhookSecrets},
 		Metrics:     promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}),
 		Ready:       http.HandlerFunc(s.handleReady),
