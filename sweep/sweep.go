@@ -413,7 +413,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 		if s.cfg.Grace > 0 && row.UpdatedAt.After(now.Add(-s.cfg.Grace)) {
 			checks[i].Decision = payrecon.Decision{Verdict: payrecon.InFlight,
 				Reason: "changed locally within the grace window; a webhook is probably on its way"}
-			checks[i].RecheckAt = row.UpdatedAt.Add(s.cfg.Grace)
+			checks[i].RecheckAt, checks[i].RecheckReason = row.UpdatedAt.Add(s.cfg.Grace), payrecon.RecheckGrace
 			continue
 		}
 		need = append(need, i)
@@ -510,7 +510,7 @@ func (s *Sweeper) unverifiable(c *payrecon.Check, now time.Time, err error) {
 	for i := 0; i < c.Row.Rechecks && backoff < s.cfg.RecheckBackoffMax; i++ {
 		backoff *= 2
 	}
-	c.RecheckAt = now.Add(min(backoff, s.cfg.RecheckBackoffMax))
+	c.RecheckAt, c.RecheckReason = now.Add(min(backoff, s.cfg.RecheckBackoffMax)), payrecon.RecheckUnverifiable
 }
 
 // runBatchGracefully runs one batch that survives the end of ctx for up to
