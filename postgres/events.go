@@ -46,13 +46,13 @@ func (e *Events) ProcessEvent(ctx context.Context, ev payrecon.Event) (payrecon.
 	now := e.clock.Now()
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		var claimed string
-		err := tx.QueryRow(ctx, queries.Get("claim_event"), pgx.NamedArgs{
+		err := tx.QueryRow(ctx, queries.Get("claim_event"), pgx.StrictNamedArgs{
 			"event_id": ev.ID, "event_type": ev.Type, "api_version": optional(ev.APIVersion),
 			"intent_id": optional(ev.IntentID()), "created": optionalTime(ev.Created), "now": now,
 		}).Scan(&claimed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			res.Duplicate = true
-			if err := tx.QueryRow(ctx, queries.Get("event_outcome"), pgx.NamedArgs{"event_id": ev.ID}).Scan(&res.Outcome); err != nil {
+			if err := tx.QueryRow(ctx, queries.Get("event_outcome"), pgx.StrictNamedArgs{"event_id": ev.ID}).Scan(&res.Outcome); err != nil {
 				return fmt.Errorf("read outcome of event %s: %w", ev.ID, err)
 			}
 			return nil
@@ -63,7 +63,7 @@ func (e *Events) ProcessEvent(ctx context.Context, ev payrecon.Event) (payrecon.
 		if err := e.apply(ctx, tx, ev, now, &res); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, queries.Get("record_event_outcome"), pgx.NamedArgs{
+		if _, err := tx.Exec(ctx, queries.Get("record_event_outcome"), pgx.StrictNamedArgs{
 			"event_id": ev.ID, "outcome": res.Outcome, "payment_id": optionalID(res.PaymentID),
 		}); err != nil {
 			return fmt.Errorf("record outcome of event %s: %w", ev.ID, err)
@@ -109,7 +109,7 @@ func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now ti
 // openMissingLocally opens a missing_locally finding for each intent that
 // has no local row and no open finding, and returns the new findings' ids.
 func openMissingLocally(ctx context.Context, tx pgx.Tx, intents, statuses []string, reason, job string, now time.Time) ([]int64, error) {
-	rows, err := tx.Query(ctx, queries.Get("open_missing_locally"), pgx.NamedArgs{
+	rows, err := tx.Query(ctx, queries.Get("open_missing_locally"), pgx.StrictNamedArgs{
 		"intent_ids": intents, "statuses": statuses, "reason": reason, "job": job,
 		"kind": string(payrecon.KindMissingLocally), "verdict": string(payrecon.NeedsReview),
 		"local_status": string(payrecon.NoLocalRow), "now": now,

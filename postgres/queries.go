@@ -3,7 +3,7 @@
 // sweep's store, the per-job lease, the canonical writer, the webhook's
 // event store and the monitoring queries. All runtime SQL lives in
 // queries/*.sql, one statement per file, named after the file, with named
-// parameters (@name, bound with pgx.NamedArgs).
+// parameters (@name, bound with pgx.StrictNamedArgs, which refuses a missing or extra one).
 package postgres
 
 import (

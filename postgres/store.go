@@ -38,10 +38,10 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit int, now time.Time) (payrecon.Cursor, []payrecon.PaymentRow, []payrecon.PaymentRow, error) {
 	cur := payrecon.Cursor{Job: job}
 	b := &pgx.Batch{}
-	b.Queue(queries.Get("ensure_cursor"), pgx.NamedArgs{"job": job, "now": now})
+	b.Queue(queries.Get("ensure_cursor"), pgx.StrictNamedArgs{"job": job, "now": now})
 	var rows, rechecks []payrecon.PaymentRow
 	found := false
-	b.Queue(queries.Get("read_batch"), pgx.NamedArgs{"job": job, "limit": limit}).Query(func(rs pgx.Rows) error {
+	b.Queue(queries.Get("read_batch"), pgx.StrictNamedArgs{"job": job, "limit": limit}).Query(func(rs pgx.Rows) error {
 		for rs.Next() {
 			var (
 				completed *time.Time
@@ -68,7 +68,7 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 		return rs.Err()
 	})
 	if recheckLimit > 0 {
-		b.Queue(queries.Get("read_rechecks"), pgx.NamedArgs{"job": job, "now": now, "limit": recheckLimit}).Query(func(rs pgx.Rows) error {
+		b.Queue(queries.Get("read_rechecks"), pgx.StrictNamedArgs{"job": job, "now": now, "limit": recheckLimit}).Query(func(rs pgx.Rows) error {
 			for rs.Next() {
 				r := payrecon.PaymentRow{FromRecheck: true}
 				var status string
@@ -99,7 +99,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 	checks, intents := checkRows(c.Checks)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if c.Advance {
-			tag, err := tx.Exec(ctx, queries.Get("commit_cursor"), pgx.NamedArgs{
+			tag, err := tx.Exec(ctx, queries.Get("commit_cursor"), pgx.StrictNamedArgs{
 				"job": c.Job, "from": c.From, "to": c.To, "rows": len(c.Checks), "busy_seconds": c.Busy.Seconds(), "now": c.Now,
 			})
 			if err != nil {
@@ -110,7 +110,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			}
 		}
 		b := &pgx.Batch{}
-		b.Queue(queries.Get("commit_checks"), pgx.NamedArgs{
+		b.Queue(queries.Get("commit_checks"), pgx.StrictNamedArgs{
 			"checks": checks, "job": c.Job, "now": c.Now, "grace": c.Grace,
 			"not_found": string(payrecon.NotFound), "changed": payrecon.RecheckChanged,
 			"healed": string(payrecon.ResolvedHealed), "superseded": string(payrecon.ResolvedSuperseded),
@@ -123,7 +123,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			countKinds(res.Resolved, resolved)
 			return nil
 		})
-		b.Queue(queries.Get("resolve_orphans"), pgx.NamedArgs{
+		b.Queue(queries.Get("resolve_orphans"), pgx.StrictNamedArgs{
 			"intent_ids": intents, "now": c.Now, "job": c.Job,
 			"kind": string(payrecon.KindMissingLocally), "resolution": string(payrecon.ResolvedLocalRowAppeared),
 		}).Query(func(rows pgx.Rows) error {
@@ -198,7 +198,7 @@ func checkRows(checks []payrecon.Check) ([]checkRow, []string) {
 
 // Wrap implements payrecon.SweepStore.
 func (s *Store) Wrap(ctx context.Context, job string, from int64, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, queries.Get("wrap_cursor"), pgx.NamedArgs{"job": job, "from": from, "now": now})
+	tag, err := s.pool.Exec(ctx, queries.Get("wrap_cursor"), pgx.StrictNamedArgs{"job": job, "from": from, "now": now})
 	if err != nil {
 		return fmt.Errorf("wrap cursor %q: %w", job, err)
 	}
@@ -213,7 +213,7 @@ func (s *Store) Wrap(ctx context.Context, job string, from int64, now time.Time)
 // entries.
 func (s *Store) CountCreatedBetween(ctx context.Context, lo, hi time.Time, limit int64) (int64, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, queries.Get("count_created_between"), pgx.NamedArgs{"lo": lo, "hi": hi, "limit": limit}).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, queries.Get("count_created_between"), pgx.StrictNamedArgs{"lo": lo, "hi": hi, "limit": limit}).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count payments created between %s and %s: %w", lo.Format(time.RFC3339), hi.Format(time.RFC3339), err)
 	}
 	return n, nil
@@ -221,20 +221,23 @@ func (s *Store) CountCreatedBetween(ctx context.Context, lo, hi time.Time, limit
 
 // PendingRechecks implements payrecon.SweepStore.
 func (s *Store) PendingRechecks(ctx context.Context, job string) (map[string]int, error) {
-	rows, err := s.pool.Query(ctx, queries.Get("pending_rechecks"), pgx.NamedArgs{"job": job})
+	return pendingRechecks(ctx, s.pool, job)
+}
+
+func pendingRechecks(ctx context.Context, pool *pgxpool.Pool, job string) (map[string]int, error) {
+	rows, err := pool.Query(ctx, queries.Get("pending_rechecks"), pgx.StrictNamedArgs{"job": job})
 	if err != nil {
 		return nil, fmt.Errorf("count rechecks of job %q: %w", job, err)
 	}
 	out := map[string]int{}
-	for rows.Next() {
-		var reason string
-		var n int
-		if err := rows.Scan(&reason, &n); err != nil {
-			return nil, fmt.Errorf("count rechecks of job %q: %w", job, err)
-		}
+	var (
+		reason string
+		n      int
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&reason, &n}, func() error {
 		out[reason] = n
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("count rechecks of job %q: %w", job, err)
 	}
 	return out, nil
@@ -243,7 +246,7 @@ func (s *Store) PendingRechecks(ctx context.Context, job string) (map[string]int
 // NextRecheck implements payrecon.SweepStore.
 func (s *Store) NextRecheck(ctx context.Context, job, reason string) (time.Time, error) {
 	var due *time.Time
-	err := s.pool.QueryRow(ctx, queries.Get("next_recheck"), pgx.NamedArgs{"job": job, "reason": reason}).Scan(&due)
+	err := s.pool.QueryRow(ctx, queries.Get("next_recheck"), pgx.StrictNamedArgs{"job": job, "reason": reason}).Scan(&due)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("next recheck of job %q: %w", job, err)
 	}

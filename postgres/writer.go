@@ -67,7 +67,7 @@ func (w *Writer) Apply(ctx context.Context, tx pgx.Tx, cmd payrecon.Command, ref
 		from[i] = string(f)
 	}
 	var r transitionRow
-	err := tx.QueryRow(ctx, queries.Get("transition"), pgx.NamedArgs{
+	err := tx.QueryRow(ctx, queries.Get("transition"), pgx.StrictNamedArgs{
 		"payment_id": optionalID(ref.ID), "intent_id": optional(ref.IntentID),
 		"target": string(t.To), "from": from, "now": w.Clock.Now(),
 	}).Scan(&r.paymentID, &r.before, &r.after, &r.version, &r.outcome)
@@ -158,7 +158,7 @@ func (w *Writer) ApplyRepair(ctx context.Context, tx pgx.Tx, outboxID int64) (Re
 		findingID                         *int64
 		t                                 transitionRow
 	)
-	err := tx.QueryRow(ctx, queries.Get("apply_repair"), pgx.NamedArgs{
+	err := tx.QueryRow(ctx, queries.Get("apply_repair"), pgx.StrictNamedArgs{
 		"outbox_id": outboxID, "commands": cmds, "targets": targets, "froms": froms,
 		"now": w.Clock.Now(), "resolved_by": fmt.Sprintf("outbox:%d", outboxID),
 		"repaired": string(payrecon.ResolvedRepaired), "already": string(payrecon.ResolvedAlreadyInTarget),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"payrecon/internal/redact"
 	"payrecon/relay"
 	"payrecon/service"
 	"payrecon/stripeapi"
@@ -31,7 +32,7 @@ func (c *runCmd) Run(a *app) error {
 	if c.RescueAfter < 3*time.Second {
 		return usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
 	}
-	a.logger.Info("configuration", "database_url", redactURL(a.cli.DatabaseURL),
+	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
 		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", orDefault(c.StripeAPIBase, "https://api.stripe.com"),
 		"stripe_webhook_secret", redactSecretList(c.WebhookSecret), "http_addr", c.HTTPAddr, "job", cfg.Job,
 		"batch", c.Batch, "grace", c.Grace, "rps", c.RPS, "concurrency", c.Concurrency, "mode", c.Mode,

@@ -169,9 +169,9 @@ type progress struct {
 
 func (a *app) newProgress(pool *pgxpool.Pool, job string) *progress {
 	pr := &progress{a: a, lastLog: time.Now()}
-	// Rows ahead of the cursor: what this cycle has left to do.
-	_ = pool.QueryRow(a.ctx, `SELECT count(*) FROM payments
-		WHERE id > coalesce((SELECT last_id FROM reconciliation_cursor WHERE job = $1), 0)`, job).Scan(&pr.total)
+	// Rows ahead of the cursor: what this cycle has left to do. Without the
+	// figure the bar still counts; the sweep itself reports any real fault.
+	pr.total, _ = postgres.NewStore(pool).RowsAhead(a.ctx, job)
 	if isTerminal(a.stderr) {
 		pr.p = mpb.NewWithContext(a.ctx, mpb.WithOutput(a.stderr), mpb.WithWidth(48))
 		pr.bar = pr.p.AddBar(pr.total,

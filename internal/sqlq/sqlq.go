@@ -4,7 +4,7 @@
 // with New; a missing name is a programming error and panics at the call
 // that asks for it, which every test of the caller reaches.
 //
-// Statements use named parameters (@payment_id), bound with pgx.NamedArgs,
+// Statements use named parameters (@payment_id), bound with pgx.StrictNamedArgs (a missing or extra one is an error),
 // and say in a leading comment what they do and what each parameter is.
 package sqlq
 
