@@ -138,15 +138,12 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 
 	store := postgres.NewStore(pool)
 	store.EnqueueFunc = rl.EnqueueFunc()
-	sw := sweep.New(store, gw, cfg.Sweep)
-	sw.Limiter = s.limiter
-	sw.Clock = cfg.Clock
-	sw.Logger = cfg.Logger.With("component", "sweep")
-	sw.Observer = sweep.NewMetrics(s.registry)
-	sw.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+	sc := cfg.Sweep
+	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
+	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
 		return postgres.AcquireLease(ctx, pool, job, wait)
 	}
-	s.sweeper = sw
+	s.sweeper = sweep.New(store, gw, sc)
 	s.registry.MustRegister(postgres.NewCollector(postgres.NewMonitor(pool), relay.Kind, cfg.Clock, cfg.Logger.With("component", "metrics")))
 	ui, err := rl.UIHandler(relay.UIPrefix)
 	if err != nil {

@@ -55,8 +55,8 @@ func newSimBench(b *testing.B, n int, faults stripesim.Faults) *simBench {
 func (sb *simBench) cycle(b *testing.B, i int, cfg sweep.Config, rps float64) (sweep.CycleReport, time.Duration) {
 	b.Helper()
 	cfg.Job = fmt.Sprintf("bench-%d", i)
+	cfg.Limiter = sweep.NewLimiter(rps)
 	s := sweep.New(sb.pool, sb.gw, cfg)
-	s.Limiter = sweep.NewLimiter(rps)
 	start := time.Now()
 	rep, err := s.RunCycle(context.Background(), nil)
 	if err != nil {

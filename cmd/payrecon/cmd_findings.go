@@ -320,8 +320,7 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	s := sweep.New(store, gw, sweep.Config{Job: c.Job})
-	s.Logger = a.logger
+	s := sweep.New(store, gw, sweep.Config{Job: c.Job, Logger: a.logger})
 	_, checks, err := s.Recheck(a.ctx, []payrecon.PaymentRow{row})
 	if err != nil {
 		return err

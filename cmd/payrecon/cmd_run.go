@@ -17,7 +17,7 @@ type runCmd struct {
 	sweepFlags
 	WebhookSecret string        `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
 	HTTPAddr      string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Address for /webhooks/stripe, /metrics, /healthz, /readyz and the repair queue dashboard (/riverui/)."`
-	MinCycle      time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early)."`
+	MinCycle      time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum."`
 	Workers       int           `default:"20" help:"Repair commands applied at once."`
 	MaxAttempts   int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
 	RescueAfter   time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River hands it to another (each attempt is cut off at a third of this)."`
@@ -28,7 +28,14 @@ func (c *runCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	cfg.MinCycle = c.MinCycle
+	switch {
+	case c.MinCycle < 0:
+		return usageError{fmt.Errorf("--min-cycle must not be negative, got %s (0 means no minimum)", c.MinCycle)}
+	case c.MinCycle == 0:
+		cfg.MinCycle = -1 // no minimum (a zero Config field would mean the default)
+	default:
+		cfg.MinCycle = c.MinCycle
+	}
 	if c.RescueAfter < 3*time.Second {
 		return usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
 	}

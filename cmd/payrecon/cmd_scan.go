@@ -100,10 +100,8 @@ func (c *scanCmd) Run(a *app) error {
 		return err
 	}
 	store.EnqueueFunc = rl.EnqueueFunc()
+	cfg.Limiter, cfg.Logger, cfg.LeaseFunc = limiter, a.logger.With("component", "sweep"), leaseFunc(pool)
 	s := sweep.New(store, gw, cfg)
-	s.Limiter = limiter
-	s.Logger = a.logger.With("component", "sweep")
-	s.LeaseFunc = leaseFunc(pool)
 
 	if !c.Once {
 		a.logger.Info("sweeping continuously; stop with Ctrl-C", "job", cfg.Job, "rps", c.RPS)
