@@ -163,21 +163,6 @@ func (b *webhookBundle) payment(t *testing.T, intent string) payment {
 	return p
 }
 
-// snapshot is every row the webhook may write, as text, to prove that a
-// rejected request changed nothing.
-func (b *webhookBundle) snapshot(t *testing.T) string {
-	t.Helper()
-	var s string
-	err := b.pool.QueryRow(context.Background(), `SELECT
-		(SELECT coalesce(string_agg(format('%s/%s/%s/%s', id, status, version, updated_at), ',' ORDER BY id), '') FROM payments) || '|' ||
-		(SELECT count(*) FROM stripe_webhook_events)::text || '|' ||
-		(SELECT count(*) FROM reconciliation_findings)::text`).Scan(&s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 func intentID(n int) string { return fmt.Sprintf("pi_test_%04d", n) }
 
 func TestWebhookAppliesEachHandledEvent(t *testing.T) {
