@@ -18,6 +18,7 @@ import (
 	"payrecon"
 	"payrecon/httpapi"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/simtest"
 	"payrecon/internal/testkit"
 	"payrecon/postgres"
 	"payrecon/stripesim"
@@ -347,7 +348,7 @@ func TestWebhookMissingLocally(t *testing.T) {
 func TestWebhookFromSimulator(t *testing.T) {
 	t.Parallel()
 	b := setupWebhook(t)
-	sim := stripesim.StartTest(t, stripesim.Config{Clock: b.clock, Seed: 7})
+	sim := simtest.Start(t, stripesim.Config{Clock: b.clock, Seed: 7})
 	sim.SetWebhook(stripesim.WebhookConfig{URL: b.srv.URL + "/webhooks/stripe", Secret: secret, DuplicateRate: 0.5, Reorder: true})
 	const n = 30
 	intents := make([]string, n)

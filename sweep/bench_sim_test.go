@@ -8,6 +8,7 @@ import (
 
 	"payrecon"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/simtest"
 	"payrecon/postgres"
 	"payrecon/stripeapi"
 	"payrecon/stripesim"
@@ -29,7 +30,7 @@ type simBench struct {
 func newSimBench(b *testing.B, n int, faults stripesim.Faults) *simBench {
 	b.Helper()
 	pool := pgtest.NewDB(b)
-	sim := stripesim.StartTest(b, stripesim.Config{Seed: 1})
+	sim := simtest.Start(b, stripesim.Config{Seed: 1})
 	base := time.Now().Add(-time.Duration(n+3600) * time.Second).Truncate(time.Second)
 	id := func(i int) string { return fmt.Sprintf("pi_bench_%08d", i) }
 	if err := sim.Seed(n, func(i int) stripesim.Intent {

@@ -12,6 +12,7 @@ import (
 
 	"payrecon"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/simtest"
 	"payrecon/postgres"
 	"payrecon/stripeapi"
 	"payrecon/stripesim"
@@ -39,7 +40,7 @@ type simRow struct {
 func setupSim(t *testing.T, rows []simRow, orphans []stripesim.Intent, faults stripesim.Faults) *simBundle {
 	t.Helper()
 	b := setup(t, nil)
-	sim := stripesim.StartTest(t, stripesim.Config{Seed: 7})
+	sim := simtest.Start(t, stripesim.Config{Seed: 7})
 	ps := make([]pgtest.Payment, len(rows))
 	for i, r := range rows {
 		id := fmt.Sprintf("pi_sim_%06d", i)

@@ -141,7 +141,7 @@ func (c *findingsShowCmd) Run(a *app) error {
 	if oid, err := repo.RepairCommandFor(a.ctx, f.ID); err != nil {
 		return err
 	} else if oid != 0 {
-		rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{InsertOnly: true, Logger: a.logger})
+		rl, err := a.insertOnlyRelay(pool)
 		if err != nil {
 			return err
 		}
@@ -287,12 +287,10 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	store := postgres.NewStore(pool)
-	rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{InsertOnly: true, Logger: a.logger})
+	store, err := a.sweepStore(pool)
 	if err != nil {
 		return err
 	}
-	store.EnqueueFunc = rl.EnqueueFunc()
 	paymentID := int64(0)
 	if f.PaymentID != nil {
 		paymentID = *f.PaymentID

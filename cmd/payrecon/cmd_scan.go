@@ -13,7 +13,6 @@ import (
 
 	"payrecon"
 	"payrecon/postgres"
-	"payrecon/relay"
 	"payrecon/sweep"
 )
 
@@ -92,14 +91,10 @@ func (c *scanCmd) Run(a *app) error {
 	if err := a.checkStripe(gw); err != nil {
 		return err
 	}
-	store := postgres.NewStore(pool)
-	// Repair commands get their River delivery job in the batch's own
-	// transaction, so a running `payrecon run` (or `relay`) applies them.
-	rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{InsertOnly: true, Logger: a.logger.With("component", "relay")})
+	store, err := a.sweepStore(pool)
 	if err != nil {
 		return err
 	}
-	store.EnqueueFunc = rl.EnqueueFunc()
 	cfg.Limiter, cfg.Logger, cfg.LeaseFunc = limiter, a.logger.With("component", "sweep"), leaseFunc(pool)
 	s := sweep.New(store, gw, cfg)
 
