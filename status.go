@@ -10,6 +10,10 @@ const (
 	StatusFailed  LocalStatus = "failed"
 )
 
+// NoLocalRow is the local status recorded on a finding about a
+// PaymentIntent that has no payments row (missing_locally).
+const NoLocalRow LocalStatus = "(none)"
+
 // LocalStatuses lists every local status, in the order the decision table
 // prints them.
 var LocalStatuses = []LocalStatus{StatusPending, StatusPaid, StatusFailed}

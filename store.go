@@ -35,8 +35,10 @@ type Check struct {
 	// Observed is the status Stripe reported (NotFound for a 404); empty
 	// when Stripe was not read (in the grace window, or unavailable).
 	Observed StripeStatus
-	// RecheckAt, when set, queues the row for an early recheck.
-	RecheckAt time.Time
+	// RecheckAt, when set, queues the row for an early recheck, for
+	// RecheckReason (RecheckGrace or RecheckUnverifiable).
+	RecheckAt     time.Time
+	RecheckReason string
 	// Err says why the row is unverifiable.
 	Err string
 }

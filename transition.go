@@ -2,7 +2,9 @@ package payrecon
 
 // Command names a state transition of a payment. Repair commands travel
 // through the outbox as outbox.event_type; webhooks map to the same commands,
-// so both roads end in the same conditional UPDATE.
+// so both roads end in the same transition: the PostgreSQL function
+// payrecon_transition, which the webhook's statement and the repair's
+// statement both call.
 type Command string
 
 // The commands the canonical writer applies.
@@ -102,6 +104,19 @@ const (
 	// PaymentMissing: no payment with that id (or PaymentIntent id).
 	PaymentMissing Outcome = "payment_missing"
 )
+
+// Outcomes lists every writer outcome.
+var Outcomes = []Outcome{Applied, AlreadyInTarget, MovedElsewhere, PaymentMissing}
+
+// Valid reports whether o is one of Outcomes.
+func (o Outcome) Valid() bool {
+	for _, x := range Outcomes {
+		if o == x {
+			return true
+		}
+	}
+	return false
+}
 
 // Resolution says why a finding was closed.
 type Resolution string

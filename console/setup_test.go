@@ -18,6 +18,7 @@ import (
 	"payrecon"
 	"payrecon/console"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/simtest"
 	"payrecon/internal/testkit"
 	"payrecon/relay"
 	"payrecon/service"
@@ -97,7 +98,7 @@ func serviceConfig(sim *stripesim.Server, pw string, logs io.Writer) service.Con
 func setup(t *testing.T, pw string) *testBundle {
 	t.Helper()
 	pool := pgtest.NewDB(t)
-	sim := stripesim.StartTest(t, stripesim.Config{})
+	sim := simtest.Start(t, stripesim.Config{})
 	b := &testBundle{pool: pool, sim: sim, logs: &syncBuffer{}, payments: map[string]int64{}}
 	old := time.Now().Add(-2 * time.Hour)
 	ps := make([]pgtest.Payment, len(scenario))

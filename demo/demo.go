@@ -30,16 +30,14 @@ package demo
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
+	"embed"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"payrecon/internal/pgadmin"
+	"payrecon/internal/redact"
+	"payrecon/internal/sqlq"
 )
 
 // Defaults of Config.
@@ -140,12 +138,12 @@ func Run(ctx context.Context, serverURL string, cfg Config) (Report, error) {
 		return Report{}, err
 	}
 	cfg = cfg.withDefaults()
-	name := "payrecon_demo_" + randomSuffix()
-	dbURL, err := withDatabase(serverURL, name)
+	name := pgadmin.RandomName("payrecon_demo_")
+	dbURL, err := pgadmin.WithDatabase(serverURL, name)
 	if err != nil {
 		return Report{}, err
 	}
-	if err := createDatabase(ctx, serverURL, name); err != nil {
+	if err := pgadmin.CreateDatabase(ctx, serverURL, name, ""); err != nil {
 		return Report{}, err
 	}
 	cfg.Logger.Info("demo database created", "database", name)
@@ -154,7 +152,7 @@ func Run(ctx context.Context, serverURL string, cfg Config) (Report, error) {
 		if keep {
 			return
 		}
-		if err := dropDatabase(context.WithoutCancel(ctx), serverURL, name); err != nil {
+		if err := pgadmin.DropDatabase(context.WithoutCancel(ctx), serverURL, name); err != nil {
 			cfg.Logger.Warn("could not drop the demo database; drop it by hand", "database", name, "error", err)
 			return
 		}
@@ -166,66 +164,9 @@ func Run(ctx context.Context, serverURL string, cfg Config) (Report, error) {
 	rep.Database = name
 	rep.Kept = keep
 	if keep {
-		rep.DatabaseURL = redactURL(dbURL)
+		rep.DatabaseURL = redact.URL(dbURL)
 	}
 	return rep, err
-}
-
-// createDatabase creates database name on the server.
-func createDatabase(ctx context.Context, serverURL, name string) error {
-	return adminExec(ctx, serverURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize(), "create the demo database "+name)
-}
-
-// dropDatabase drops database name, disconnecting whoever is left on it.
-func dropDatabase(ctx context.Context, serverURL, name string) error {
-	return adminExec(ctx, serverURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)", "drop the demo database "+name)
-}
-
-// adminExec runs one statement on the server's maintenance connection.
-func adminExec(ctx context.Context, serverURL, sql, what string) error {
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(cctx, serverURL)
-	if err != nil {
-		return fmt.Errorf("connect to PostgreSQL at %s: %w", redactURL(serverURL), err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(cctx, sql); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
-}
-
-// withDatabase returns the connection string raw with its database replaced
-// by db. Both URLs and keyword/value strings are accepted.
-func withDatabase(raw, db string) (string, error) {
-	if strings.HasPrefix(raw, "postgres://") || strings.HasPrefix(raw, "postgresql://") {
-		u, err := url.Parse(raw)
-		if err != nil {
-			return "", errors.New("the PostgreSQL URL is malformed") // never echo it: it may hold a password
-		}
-		u.Path = "/" + db
-		u.RawPath = ""
-		return u.String(), nil
-	}
-	if _, err := pgx.ParseConfig(raw); err != nil {
-		return "", errors.New("the PostgreSQL connection string is malformed")
-	}
-	return raw + " dbname=" + db, nil // a later keyword wins
-}
-
-// redactURL hides the password of a URL.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
-		return u.Redacted()
-	}
-	return "(connection string)"
-}
-
-func randomSuffix() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b) // never fails on supported platforms
-	return hex.EncodeToString(b)
 }
 
 // minLevel is a slog handler that drops records below a level: the demo
@@ -250,3 +191,9 @@ func (h minLevel) WithGroup(name string) slog.Handler {
 func quiet(l *slog.Logger) *slog.Logger {
 	return slog.New(minLevel{l.Handler(), slog.LevelWarn})
 }
+
+//go:embed queries/*.sql
+var queryFiles embed.FS
+
+// queries are the demo's statements, by file name.
+var queries = sqlq.New("demo", queryFiles, "queries")

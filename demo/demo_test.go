@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"payrecon"
+	"payrecon/internal/pgadmin"
 	"payrecon/internal/pgtest"
 )
 
@@ -136,7 +137,7 @@ func TestRunCatchesTamperedRows(t *testing.T) {
 	rep, err := Run(ctx, pgtest.AdminURL(), Config{Payments: MinPayments, Seed: 5, Logger: testLogger(t), Keep: true, TamperInSync: 3})
 	if rep.Database != "" {
 		t.Cleanup(func() {
-			if err := dropDatabase(context.Background(), pgtest.AdminURL(), rep.Database); err != nil {
+			if err := pgadmin.DropDatabase(context.Background(), pgtest.AdminURL(), rep.Database); err != nil {
 				t.Error(err)
 			}
 		})
@@ -152,19 +153,8 @@ func TestRunCatchesTamperedRows(t *testing.T) {
 	}
 }
 
-func TestWithDatabase(t *testing.T) {
+// Every statement in queries/ prepares against the migrated schema.
+func TestQueriesPrepare(t *testing.T) {
 	t.Parallel()
-	cases := map[string]string{
-		"postgres://u:p@h:5432/postgres?sslmode=disable": "postgres://u:p@h:5432/d?sslmode=disable",
-		"postgresql://h/x":              "postgresql://h/d",
-		"host=h user=u dbname=postgres": "host=h user=u dbname=postgres dbname=d",
-	}
-	for in, want := range cases {
-		if got, err := withDatabase(in, "d"); err != nil || got != want {
-			t.Errorf("withDatabase(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := withDatabase("postgres://u:secret@[::1", "d"); err == nil {
-		t.Error("a malformed URL was accepted")
-	}
+	pgtest.CheckQueries(t, pgtest.NewDB(t), queries)
 }

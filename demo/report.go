@@ -177,8 +177,7 @@ type subject struct {
 
 // collect reads the findings, the payments and the outbox into the report.
 func (r *runner) collect(ctx context.Context) error {
-	res, err := r.pool.Query(ctx, `SELECT payment_id, coalesce(stripe_payment_intent_id, ''), kind,
-		resolved_at IS NULL, coalesce(resolution, '') FROM reconciliation_findings ORDER BY id`)
+	res, err := r.pool.Query(ctx, queries.Get("findings"))
 	if err != nil {
 		return fmt.Errorf("read findings: %w", err)
 	}
@@ -282,14 +281,9 @@ func (r *runner) collect(ctx context.Context) error {
 	}
 
 	var median, maxLatency float64
-	err = r.pool.QueryRow(ctx, `SELECT count(*)::int,
-			count(*) FILTER (WHERE processed_at IS NOT NULL AND outcome = 'applied')::int,
-			count(*) FILTER (WHERE processed_at IS NULL)::int,
-			coalesce((SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM resolved_at - detected_at))
-			            FROM reconciliation_findings WHERE resolution = 'repaired'), 0),
-			coalesce((SELECT max(extract(epoch FROM resolved_at - detected_at))
-			            FROM reconciliation_findings WHERE resolution = 'repaired'), 0)
-		FROM outbox`).Scan(&r.rep.Repairs.Commands, &r.rep.Repairs.Applied, &r.rep.Repairs.Unprocessed, &median, &maxLatency)
+	err = r.pool.QueryRow(ctx, queries.Get("repairs"), pgx.StrictNamedArgs{
+		"applied": string(payrecon.Applied), "repaired": string(payrecon.ResolvedRepaired),
+	}).Scan(&r.rep.Repairs.Commands, &r.rep.Repairs.Applied, &r.rep.Repairs.Unprocessed, &median, &maxLatency)
 	if err != nil {
 		return fmt.Errorf("read the outbox: %w", err)
 	}

@@ -152,7 +152,7 @@ func (r *runner) seed(ctx context.Context) error {
 		[]string{"order_id", "stripe_payment_intent_id", "status", "created_at", "updated_at"}, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("seed %d payments: %w", len(rows), err)
 	}
-	res, err := r.pool.Query(ctx, "SELECT id, stripe_payment_intent_id FROM payments")
+	res, err := r.pool.Query(ctx, queries.Get("payment_ids"))
 	if err != nil {
 		return fmt.Errorf("read seeded payment ids: %w", err)
 	}
@@ -230,8 +230,7 @@ func (r *runner) webhooks(ctx context.Context) error {
 	}
 	deps := httpapi.Deps{
 		Logger:  quiet(r.log).With("component", "http"),
-		DB:      r.pool,
-		Writer:  postgres.NewWriter(nil),
+		Events:  postgres.NewEvents(r.pool, postgres.NewWriter(nil), nil),
 		Webhook: httpapi.WebhookConfig{Secrets: []string{r.secret}},
 	}
 	if err := deps.Validate(); err != nil {
@@ -286,7 +285,7 @@ func (r *runner) snapshot(ctx context.Context) error {
 }
 
 func (r *runner) readRows(ctx context.Context) (map[int64]rowState, error) {
-	res, err := r.pool.Query(ctx, "SELECT id, status, version, updated_at FROM payments")
+	res, err := r.pool.Query(ctx, queries.Get("payment_states"))
 	if err != nil {
 		return nil, fmt.Errorf("read payments: %w", err)
 	}
@@ -435,9 +434,7 @@ func (r *runner) drain(ctx context.Context, runErr <-chan error, stopped *bool) 
 			unprocessed int
 			active      bool
 		)
-		err := r.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM outbox WHERE processed_at IS NULL)::int,
-			EXISTS (SELECT 1 FROM river_job WHERE kind = $1 AND state IN ('available', 'running', 'retryable', 'scheduled'))`,
-			relay.Kind).Scan(&unprocessed, &active)
+		err := r.pool.QueryRow(ctx, queries.Get("repair_queue"), pgx.StrictNamedArgs{"kind": relay.Kind}).Scan(&unprocessed, &active)
 		if err != nil {
 			return fmt.Errorf("read the repair queue: %w", err)
 		}
@@ -479,7 +476,7 @@ func (r *runner) tamper(ctx context.Context) error {
 		}
 	}
 	r.log.Warn("self-test: touching in-sync rows behind the canonical writer's back; the demo must FAIL", "rows", len(ids))
-	if _, err := r.pool.Exec(ctx, "UPDATE payments SET version = version + 1, updated_at = now() WHERE id = ANY($1)", ids); err != nil {
+	if _, err := r.pool.Exec(ctx, queries.Get("tamper"), pgx.StrictNamedArgs{"ids": ids}); err != nil {
 		return fmt.Errorf("tamper with %d in-sync rows: %w", len(ids), err)
 	}
 	return nil
@@ -502,7 +499,7 @@ func (r *runner) monitor(ctx context.Context, swept *atomic.Int64, wrapped *atom
 		var applied int
 		qctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		_ = r.pool.QueryRow(qctx, "SELECT count(*) FROM outbox WHERE processed_at IS NOT NULL").Scan(&applied)
+		_ = r.pool.QueryRow(qctx, queries.Get("repairs_applied")).Scan(&applied)
 		phase := "sweep"
 		if wrapped.Load() {
 			phase = "drain"

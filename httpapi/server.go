@@ -19,33 +19,27 @@
 // data.object.object, data.object.status), so events of any API version are
 // accepted.
 //
-// Each event is processed in one transaction: its id is inserted into
-// stripe_webhook_events first (a redelivery finds it and does nothing, yet is
-// answered 2xx), then payment_intent.succeeded, .canceled and .payment_failed
-// go through the canonical writer by PaymentIntent id. The writer's
-// conditional UPDATE never moves a payment backwards, so a late
-// payment_failed after succeeded leaves it paid. An event for a PaymentIntent
-// with no local row opens a missing_locally finding. Other event types are
-// recorded without acting.
+// The event is then parsed and its shape checked by payrecon.ParseEvent
+// (the same parser the events catch-up uses), and handed to the
+// payrecon.EventProcessor (postgres.Events), which records it once by event
+// id and applies it through the canonical writer in one transaction. A
+// redelivery is answered 2xx with the first delivery's outcome.
 //
 // Answers: 200 for processed, duplicate and ignored events; 400 for a
-// missing or bad signature, a stale timestamp and malformed JSON (nothing is
-// written); 413 for a body over the cap; 503 when the database fails, so
-// Stripe retries. Logs carry the event id, type and PaymentIntent id, never
+// missing or bad signature, a stale timestamp and a malformed event (nothing
+// is written); 413 for a body over the cap; 503 when the event could not be
+// recorded (the database fails), so Stripe retries. The package imports no
+// database driver: its handler tests need no database. Logs carry the event id, type and PaymentIntent id, never
 // payloads or secrets.
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"payrecon"
-	"payrecon/postgres"
 )
 
 // Defaults of WebhookConfig.
@@ -58,11 +52,6 @@ const (
 	// under this.
 	MaxBodyBytesDefault int64 = 512 << 10
 )
-
-// DB begins transactions; *pgxpool.Pool implements it.
-type DB interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
 
 // WebhookConfig configures POST /webhooks/stripe.
 type WebhookConfig struct {
@@ -80,18 +69,16 @@ type WebhookConfig struct {
 }
 
 // Deps are the server's dependencies. The webhook route exists only when
-// Webhook.Secrets has a secret, and then needs DB and Writer (see Validate);
-// the optional handlers add their routes when set.
+// Webhook.Secrets has a secret, and then needs Events (see Validate); the
+// optional handlers add their routes when set.
 type Deps struct {
 	// Logger receives request logs; nil discards them.
 	Logger *slog.Logger
-	// Clock is the time of the webhook's timestamp check and of the
-	// received_at of recorded events. Default payrecon.SystemClock.
+	// Clock is the time of the webhook's timestamp check. Default
+	// payrecon.SystemClock.
 	Clock payrecon.Clock
-	// DB runs the webhook's transactions.
-	DB DB
-	// Writer is the canonical writer transitions go through.
-	Writer *postgres.Writer
+	// Events records and applies verified events (postgres.Events).
+	Events payrecon.EventProcessor
 	// Webhook configures the Stripe webhook endpoint.
 	Webhook WebhookConfig
 	// Metrics, when set, serves GET /metrics (admin listener).
@@ -122,13 +109,8 @@ func (d Deps) Validate() error {
 			break
 		}
 	}
-	if len(d.Webhook.Secrets) > 0 {
-		if d.DB == nil {
-			errs = append(errs, errors.New("httpapi: the webhook has no database"))
-		}
-		if d.Writer == nil {
-			errs = append(errs, errors.New("httpapi: the webhook has no canonical writer"))
-		}
+	if len(d.Webhook.Secrets) > 0 && d.Events == nil {
+		errs = append(errs, errors.New("httpapi: the webhook has no event processor"))
 	}
 	if d.Webhook.Tolerance < 0 || d.Webhook.MaxBodyBytes < 0 {
 		errs = append(errs, errors.New("httpapi: negative webhook tolerance or body cap"))

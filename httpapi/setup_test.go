@@ -8,17 +8,15 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
 	"payrecon"
 	"payrecon/httpapi"
-	"payrecon/internal/pgtest"
 	"payrecon/internal/testkit"
-	"payrecon/postgres"
 	"payrecon/stripesim"
 )
 
@@ -32,26 +30,49 @@ const (
 )
 
 type testBundle struct {
-	pool   *pgxpool.Pool
+	events *recorder
 	clock  *testkit.Clock
 	srv    *httptest.Server
 	client *http.Client
 }
 
-// setup serves the API on a real listener over a fresh database, with the
-// given signing secrets (secret when none) and a fake clock far from real
-// time, so a check against time.Now instead of the injected clock fails.
+// recorder is the event processor of the handler tests: it records the
+// events it is handed (the database's side of the webhook is tested in
+// postgres, through this same handler) and answers with err when set.
+type recorder struct {
+	mu     sync.Mutex
+	events []payrecon.Event
+	err    error
+}
+
+func (r *recorder) ProcessEvent(_ context.Context, ev payrecon.Event) (payrecon.EventResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return payrecon.EventResult{}, r.err
+	}
+	r.events = append(r.events, ev)
+	return payrecon.EventResult{EventID: ev.ID, Outcome: string(payrecon.Applied), PaymentID: int64(len(r.events))}, nil
+}
+
+func (r *recorder) got() []payrecon.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]payrecon.Event(nil), r.events...)
+}
+
+// setup serves the API on a real listener with the given signing secrets
+// (secret when none) and a fake clock far from real time, so a check
+// against time.Now instead of the injected clock fails.
 func setup(t *testing.T, secrets ...string) *testBundle {
 	t.Helper()
 	if len(secrets) == 0 {
 		secrets = []string{secret}
 	}
-	pool := pgtest.NewDB(t)
-	b := &testBundle{pool: pool, clock: testkit.NewClock(time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC))}
+	b := &testBundle{events: &recorder{}, clock: testkit.NewClock(time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC))}
 	b.serve(t, httpapi.Deps{
 		Clock:   b.clock,
-		DB:      pool,
-		Writer:  postgres.NewWriter(nil),
+		Events:  b.events,
 		Webhook: httpapi.WebhookConfig{Secrets: secrets, MaxBodyBytes: 64 << 10},
 	})
 	return b
@@ -142,46 +163,6 @@ func (b *testBundle) do(t *testing.T, req *http.Request) response {
 		t.Fatal(err)
 	}
 	return response{status: resp.StatusCode, body: body}
-}
-
-// insertPayments inserts one payment per intent id with the given status.
-func (b *testBundle) insertPayments(t *testing.T, status payrecon.LocalStatus, intents ...string) []int64 {
-	t.Helper()
-	ps := make([]pgtest.Payment, len(intents))
-	for i, id := range intents {
-		ps[i] = pgtest.Payment{IntentID: id, Status: status}
-	}
-	return pgtest.InsertPayments(t, b.pool, ps)
-}
-
-type payment struct {
-	status  payrecon.LocalStatus
-	version int64
-}
-
-func (b *testBundle) payment(t *testing.T, intent string) payment {
-	t.Helper()
-	var p payment
-	if err := b.pool.QueryRow(context.Background(),
-		"SELECT status, version FROM payments WHERE stripe_payment_intent_id = $1", intent).Scan(&p.status, &p.version); err != nil {
-		t.Fatalf("payment %s: %v", intent, err)
-	}
-	return p
-}
-
-// snapshot is every row the webhook may write, as text, to prove that a
-// rejected request changed nothing.
-func (b *testBundle) snapshot(t *testing.T) string {
-	t.Helper()
-	var s string
-	err := b.pool.QueryRow(context.Background(), `SELECT
-		(SELECT coalesce(string_agg(format('%s/%s/%s/%s', id, status, version, updated_at), ',' ORDER BY id), '') FROM payments) || '|' ||
-		(SELECT count(*) FROM stripe_webhook_events)::text || '|' ||
-		(SELECT count(*) FROM reconciliation_findings)::text`).Scan(&s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 func intentID(n int) string { return fmt.Sprintf("pi_test_%04d", n) }

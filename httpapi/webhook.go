@@ -36,16 +36,18 @@ func handleStripeWebhook(d Deps) http.Handler {
 		}
 		ev, err := verifyEvent(payload, r.Header.Get("Stripe-Signature"), d.Webhook, d.Clock.Now())
 		if err != nil {
+			// The reason quotes at most a few dozen characters of what was
+			// sent: never a whole payload.
 			log.Warn("webhook rejected", slog.Int("status", http.StatusBadRequest), slog.String("reason", err.Error()),
 				slog.String("remote_addr", r.RemoteAddr), slog.Int("body_bytes", len(payload)))
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
 		attrs := []any{slog.String("event_id", ev.ID), slog.String("event_type", ev.Type)}
-		if ev.intentID() != "" {
-			attrs = append(attrs, slog.String("payment_intent_id", ev.intentID()))
+		if ev.IntentID() != "" {
+			attrs = append(attrs, slog.String("payment_intent_id", ev.IntentID()))
 		}
-		res, err := processEvent(r.Context(), d, ev)
+		res, err := d.Events.ProcessEvent(r.Context(), ev)
 		if err != nil {
 			level := slog.LevelError
 			if r.Context().Err() != nil {
@@ -84,36 +86,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, int,
 	return b, http.StatusOK, nil
 }
 
-// stripeEvent is the part of a Stripe event payrecon reads: fields that are
-// the same in every API version.
-type stripeEvent struct {
-	ID         string `json:"id"`
-	Object     string `json:"object"`
-	Type       string `json:"type"`
-	Created    int64  `json:"created"`
-	APIVersion string `json:"api_version"`
-	Data       struct {
-		Object struct {
-			ID     string `json:"id"`
-			Object string `json:"object"`
-			Status string `json:"status"`
-		} `json:"object"`
-	} `json:"data"`
-}
-
-// intentID is the PaymentIntent the event is about, "" if it is not about
-// one.
-func (e stripeEvent) intentID() string {
-	if e.Data.Object.Object != "payment_intent" {
-		return ""
-	}
-	return e.Data.Object.ID
-}
-
-// verifyEvent checks the signature and its timestamp, then parses the event.
-// Every error is the client's fault (400) and says what is wrong.
-func verifyEvent(payload []byte, header string, cfg WebhookConfig, now time.Time) (stripeEvent, error) {
-	var ev stripeEvent
+// verifyEvent checks the signature and its timestamp, then parses the event
+// with payrecon.ParseEvent. Every error is the client's fault (400) and says
+// what is wrong.
+func verifyEvent(payload []byte, header string, cfg WebhookConfig, now time.Time) (payrecon.Event, error) {
+	var ev payrecon.Event
 	if header == "" {
 		return ev, errors.New("missing Stripe-Signature header")
 	}
@@ -140,21 +117,7 @@ func verifyEvent(payload []byte, header string, cfg WebhookConfig, now time.Time
 		return ev, fmt.Errorf("signature timestamp %s is outside the tolerance of %s (now %s)",
 			at.UTC().Format(time.RFC3339), cfg.Tolerance, now.UTC().Format(time.RFC3339))
 	}
-	if err := json.Unmarshal(payload, &ev); err != nil {
-		return ev, fmt.Errorf("malformed event JSON: %v", err)
-	}
-	switch {
-	case ev.Object != "event":
-		return ev, fmt.Errorf("not a Stripe event: object is %q", ev.Object)
-	case ev.ID == "":
-		return ev, errors.New("malformed event: no id")
-	case ev.Type == "":
-		return ev, errors.New("malformed event: no type")
-	}
-	if _, ok := payrecon.CommandForEvent(ev.Type); ok && ev.intentID() == "" {
-		return ev, fmt.Errorf("malformed event: %s without a payment_intent in data.object", ev.Type)
-	}
-	return ev, nil
+	return payrecon.ParseEvent(payload)
 }
 
 // signatureTime returns the "t=" of a Stripe-Signature header. stripe-go

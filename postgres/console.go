@@ -2,9 +2,9 @@ package postgres
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,17 +18,23 @@ import (
 	"payrecon/console"
 )
 
-//go:embed queries/console_*.sql
-var consoleQueryFiles embed.FS
+// consoleQuery returns queries/<name>.sql, one of the console's
+// statements (console_*.sql).
+func consoleQuery(name string) string { return queries.Get(name) }
 
-// consoleQuery returns queries/<name>.sql (the console's statements, named
-// parameters bound with pgx.NamedArgs).
-func consoleQuery(name string) string {
-	b, err := consoleQueryFiles.ReadFile("queries/" + name + ".sql")
-	if err != nil {
-		panic(fmt.Sprintf("postgres: no console query %q: %v", name, err))
+// namedParam finds a statement's named parameters.
+var namedParam = regexp.MustCompile(`@([a-z_]+)`)
+
+// argsFor picks from all the arguments the statement names: the timeline's
+// sources share one set of arguments, and each takes what it needs.
+func argsFor(sql string, all map[string]any) pgx.StrictNamedArgs {
+	out := pgx.StrictNamedArgs{}
+	for _, m := range namedParam.FindAllStringSubmatch(sql, -1) {
+		if v, ok := all[m[1]]; ok {
+			out[m[1]] = v
+		}
 	}
-	return strings.TrimSpace(string(b))
+	return out
 }
 
 // River job states the console groups by.
@@ -125,7 +131,7 @@ func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (console.Ov
 		}
 		if c.cfg.NotifyKind != "" {
 			var oldest *time.Time
-			if err := tx.QueryRow(ctx, consoleQuery("console_queue"), pgx.NamedArgs{"kind": c.cfg.NotifyKind,
+			if err := tx.QueryRow(ctx, consoleQuery("console_queue"), pgx.StrictNamedArgs{"kind": c.cfg.NotifyKind,
 				"waiting_states": riverWaitingStates, "dead_states": riverDeadStates}).
 				Scan(&ov.Notifications.Backlog, &oldest, &ov.Notifications.DeadLetters); err != nil {
 				return fmt.Errorf("notification backlog: %w", err)
@@ -134,7 +140,7 @@ func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (console.Ov
 				ov.Notifications.Oldest = *oldest
 			}
 		}
-		rows, err = tx.Query(ctx, consoleQuery("console_dead_letters"), pgx.NamedArgs{"repair_kind": c.cfg.RepairKind,
+		rows, err = tx.Query(ctx, consoleQuery("console_dead_letters"), pgx.StrictNamedArgs{"repair_kind": c.cfg.RepairKind,
 			"dead_states": riverDeadStates, "limit": 20})
 		if err != nil {
 			return fmt.Errorf("dead letters: %w", err)
@@ -159,7 +165,7 @@ func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (console.Ov
 func (c *ConsoleReader) History(ctx context.Context, since time.Time, bucket time.Duration) ([]console.Sample, error) {
 	var out []console.Sample
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, consoleQuery("console_history"), pgx.NamedArgs{"since": since, "bucket": bucket})
+		rows, err := tx.Query(ctx, consoleQuery("console_history"), pgx.StrictNamedArgs{"since": since, "bucket": bucket})
 		if err != nil {
 			return err
 		}
@@ -184,7 +190,7 @@ func (c *ConsoleReader) History(ctx context.Context, since time.Time, bucket tim
 }
 
 // findingArgs binds a console.FindingQuery; NULL parameters do not filter.
-func findingArgs(q console.FindingQuery) pgx.NamedArgs {
+func findingArgs(q console.FindingQuery) pgx.StrictNamedArgs {
 	state := q.State
 	if state == "" {
 		state = "open"
@@ -193,7 +199,7 @@ func findingArgs(q console.FindingQuery) pgx.NamedArgs {
 	if limit <= 0 {
 		limit = console.PageSizeDefault
 	}
-	a := pgx.NamedArgs{"state": state, "limit": limit + 1, "kinds": nil, "verdicts": nil,
+	a := pgx.StrictNamedArgs{"state": state, "limit": limit + 1, "kinds": nil, "verdicts": nil,
 		"detected_after": nil, "detected_before": nil, "after_at": nil, "after_id": nil}
 	if len(q.Kinds) > 0 {
 		ks := make([]string, len(q.Kinds))
@@ -284,7 +290,7 @@ func (c *ConsoleReader) Finding(ctx context.Context, id int64) (console.FindingD
 	var d console.FindingDetail
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
 		dest := append(findingDest(&d.Finding), &d.Stripe)
-		if err := tx.QueryRow(ctx, consoleQuery("console_finding"), pgx.NamedArgs{"finding_id": id}).Scan(dest...); err != nil {
+		if err := tx.QueryRow(ctx, consoleQuery("console_finding"), pgx.StrictNamedArgs{"finding_id": id}).Scan(dest...); err != nil {
 			if errors.Is(err, pgx.ErrNoRows) {
 				return payrecon.ErrNotFound
 			}
@@ -292,7 +298,7 @@ func (c *ConsoleReader) Finding(ctx context.Context, id int64) (console.FindingD
 		}
 		f := d.Finding
 		if f.PaymentID != nil {
-			p, err := scanPayment(tx.QueryRow(ctx, consoleQuery("console_payment"), pgx.NamedArgs{"payment_id": *f.PaymentID}))
+			p, err := scanPayment(tx.QueryRow(ctx, consoleQuery("console_payment"), pgx.StrictNamedArgs{"payment_id": *f.PaymentID}))
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return fmt.Errorf("payment: %w", err)
 			}
@@ -301,7 +307,7 @@ func (c *ConsoleReader) Finding(ctx context.Context, id int64) (console.FindingD
 			}
 		}
 		var r console.Repair
-		err := tx.QueryRow(ctx, consoleQuery("console_repair"), pgx.NamedArgs{"finding_id": id, "repair_kind": c.cfg.RepairKind}).
+		err := tx.QueryRow(ctx, consoleQuery("console_repair"), pgx.StrictNamedArgs{"finding_id": id, "repair_kind": c.cfg.RepairKind}).
 			Scan(&r.OutboxID, &r.EventType, &r.CreatedAt, &r.ProcessedAt, &r.Outcome, &r.LastError, &r.JobID, &r.JobState,
 				&r.Attempt, &r.MaxAttempts)
 		switch {
@@ -310,11 +316,12 @@ func (c *ConsoleReader) Finding(ctx context.Context, id int64) (console.FindingD
 		case !errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("repair command: %w", err)
 		}
-		args := pgx.NamedArgs{"finding_id": id, "payment_id": f.PaymentID, "intent_id": f.IntentID,
+		args := map[string]any{"finding_id": id, "payment_id": f.PaymentID, "intent_id": f.IntentID,
 			"repair_kind": c.cfg.RepairKind, "dead_states": riverDeadStates}
 		batch := &pgx.Batch{}
 		for _, src := range timelineSources {
-			batch.Queue(consoleQuery(src.query), args)
+			q := consoleQuery(src.query)
+			batch.Queue(q, argsFor(q, args))
 		}
 		br := tx.SendBatch(ctx, batch)
 		for _, src := range timelineSources {
@@ -371,7 +378,7 @@ func (c *ConsoleReader) Lookup(ctx context.Context, q string) ([]console.Payment
 	}
 	var out []console.PaymentMatch
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, consoleQuery("console_lookup"), pgx.NamedArgs{"id": id, "q": q})
+		rows, err := tx.Query(ctx, consoleQuery("console_lookup"), pgx.StrictNamedArgs{"id": id, "q": q})
 		if err != nil {
 			return err
 		}
@@ -386,7 +393,7 @@ func (c *ConsoleReader) Lookup(ctx context.Context, q string) ([]console.Payment
 			byID[p.ID] = i
 			out = append(out, console.PaymentMatch{Payment: &ps[i], IntentID: p.IntentID})
 		}
-		rows, err = tx.Query(ctx, consoleQuery("console_lookup_findings"), pgx.NamedArgs{"payment_ids": ids, "q": q})
+		rows, err = tx.Query(ctx, consoleQuery("console_lookup_findings"), pgx.StrictNamedArgs{"payment_ids": ids, "q": q})
 		if err != nil {
 			return err
 		}
@@ -420,7 +427,7 @@ func (c *ConsoleReader) Lookup(ctx context.Context, q string) ([]console.Payment
 func (c *ConsoleReader) Audit(ctx context.Context, limit int) ([]console.AuditEntry, error) {
 	var out []console.AuditEntry
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, consoleQuery("console_audit_list"), pgx.NamedArgs{"limit": limit})
+		rows, err := tx.Query(ctx, consoleQuery("console_audit_list"), pgx.StrictNamedArgs{"limit": limit})
 		if err != nil {
 			return err
 		}
@@ -439,7 +446,7 @@ func (c *ConsoleReader) Audit(ctx context.Context, limit int) ([]console.AuditEn
 
 // RecordSample implements console.SampleStore.
 func (c *ConsoleReader) RecordSample(ctx context.Context, minute, now time.Time) (bool, error) {
-	tag, err := c.pool.Exec(ctx, consoleQuery("console_record_sample"), pgx.NamedArgs{"minute": minute, "now": now,
+	tag, err := c.pool.Exec(ctx, consoleQuery("console_record_sample"), pgx.StrictNamedArgs{"minute": minute, "now": now,
 		"repair_kind": c.cfg.RepairKind, "dead_states": riverDeadStates})
 	if err != nil {
 		return false, fmt.Errorf("record console sample: %w", err)
@@ -449,7 +456,7 @@ func (c *ConsoleReader) RecordSample(ctx context.Context, minute, now time.Time)
 
 // PruneSamples implements console.SampleStore.
 func (c *ConsoleReader) PruneSamples(ctx context.Context, before time.Time, limit int) (int64, error) {
-	tag, err := c.pool.Exec(ctx, consoleQuery("console_prune_samples"), pgx.NamedArgs{"before": before, "limit": limit})
+	tag, err := c.pool.Exec(ctx, consoleQuery("console_prune_samples"), pgx.StrictNamedArgs{"before": before, "limit": limit})
 	if err != nil {
 		return 0, fmt.Errorf("prune console samples: %w", err)
 	}
@@ -486,12 +493,12 @@ func (a *ConsoleAudit) Resolve(ctx context.Context, findingID int64, operator, n
 		return errors.New("resolving a finding needs a note and an operator")
 	}
 	var auditID int64
-	err := a.pool.QueryRow(ctx, consoleQuery("console_resolve"), pgx.NamedArgs{"finding_id": findingID, "at": a.clock.Now(),
+	err := a.pool.QueryRow(ctx, consoleQuery("console_resolve"), pgx.StrictNamedArgs{"finding_id": findingID, "at": a.clock.Now(),
 		"resolution": string(payrecon.ResolvedOperator), "operator": operator, "note": note,
 		"action": ConsoleActionResolve, "outcome": "resolved"}).Scan(&auditID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var resolution, by string
-		err := a.pool.QueryRow(ctx, consoleQuery("console_finding_state"), pgx.NamedArgs{"finding_id": findingID}).Scan(&resolution, &by)
+		err := a.pool.QueryRow(ctx, consoleQuery("console_finding_state"), pgx.StrictNamedArgs{"finding_id": findingID}).Scan(&resolution, &by)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("resolve finding %d: %w", findingID, payrecon.ErrNotFound)
 		}
@@ -516,7 +523,7 @@ func (a *ConsoleAudit) Record(ctx context.Context, e console.AuditEntry) error {
 		job = e.JobID
 	}
 	var id int64
-	if err := a.pool.QueryRow(ctx, consoleQuery("console_audit_insert"), pgx.NamedArgs{"at": a.clock.Now(), "operator": e.Operator,
+	if err := a.pool.QueryRow(ctx, consoleQuery("console_audit_insert"), pgx.StrictNamedArgs{"at": a.clock.Now(), "operator": e.Operator,
 		"action": e.Action, "finding_id": finding, "job_id": job, "note": e.Note, "outcome": e.Outcome}).Scan(&id); err != nil {
 		return fmt.Errorf("record console action %s by %s: %w", e.Action, e.Operator, err)
 	}
@@ -527,7 +534,7 @@ func (a *ConsoleAudit) Record(ctx context.Context, e console.AuditEntry) error {
 // or 0.
 func (a *ConsoleAudit) FindingOfJob(ctx context.Context, jobID int64) (int64, error) {
 	var id int64
-	if err := a.pool.QueryRow(ctx, consoleQuery("console_job_finding"), pgx.NamedArgs{"job_id": jobID}).Scan(&id); err != nil {
+	if err := a.pool.QueryRow(ctx, consoleQuery("console_job_finding"), pgx.StrictNamedArgs{"job_id": jobID}).Scan(&id); err != nil {
 		return 0, fmt.Errorf("finding of job %d: %w", jobID, err)
 	}
 	return id, nil
@@ -536,7 +543,7 @@ func (a *ConsoleAudit) FindingOfJob(ctx context.Context, jobID int64) (int64, er
 // PaymentOfIntent returns the id of the PaymentIntent's local row, or 0.
 func (a *ConsoleAudit) PaymentOfIntent(ctx context.Context, intentID string) (int64, error) {
 	var id int64
-	if err := a.pool.QueryRow(ctx, consoleQuery("console_payment_by_intent"), pgx.NamedArgs{"intent_id": intentID}).Scan(&id); err != nil {
+	if err := a.pool.QueryRow(ctx, consoleQuery("console_payment_by_intent"), pgx.StrictNamedArgs{"intent_id": intentID}).Scan(&id); err != nil {
 		return 0, fmt.Errorf("local row of %s: %w", intentID, err)
 	}
 	return id, nil

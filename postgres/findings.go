@@ -63,10 +63,6 @@ func NewFindings(pool *pgxpool.Pool, clock payrecon.Clock) *Findings {
 	return &Findings{pool: pool, clock: clock}
 }
 
-const findingColumns = `id, payment_id, coalesce(stripe_payment_intent_id, ''), kind, verdict, local_status,
-	coalesce(external_status, ''), reason, coalesce(repair_command, ''), coalesce(repair_outcome, ''), coalesce(job, ''),
-	detected_at, resolved_at, resolution, coalesce(resolved_by, ''), coalesce(resolution_note, '')`
-
 func scanFinding(row pgx.Row) (Finding, error) {
 	var f Finding
 	var resolution *string
@@ -82,54 +78,31 @@ func scanFinding(row pgx.Row) (Finding, error) {
 
 // List returns findings matching the filter, newest first.
 func (r *Findings) List(ctx context.Context, flt FindingFilter) ([]Finding, error) {
-	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	switch flt.State {
-	case "", "open":
-		where = append(where, "resolved_at IS NULL")
-	case "resolved":
-		where = append(where, "resolved_at IS NOT NULL")
-	case "all":
+	state := flt.State
+	switch state {
+	case "":
+		state = "open"
+	case "open", "resolved", "all":
 	default:
 		return nil, fmt.Errorf("finding state %q: want open, resolved or all", flt.State)
 	}
-	if len(flt.Kinds) > 0 {
-		ks := make([]string, len(flt.Kinds))
-		for i, k := range flt.Kinds {
-			ks[i] = string(k)
-		}
-		where = append(where, "kind = ANY("+arg(ks)+"::text[])")
+	kinds := make([]string, len(flt.Kinds))
+	for i, k := range flt.Kinds {
+		kinds[i] = string(k)
 	}
-	if len(flt.Verdicts) > 0 {
-		vs := make([]string, len(flt.Verdicts))
-		for i, v := range flt.Verdicts {
-			vs[i] = string(v)
-		}
-		where = append(where, "verdict = ANY("+arg(vs)+"::text[])")
-	}
-	if !flt.DetectedBefore.IsZero() {
-		where = append(where, "detected_at < "+arg(flt.DetectedBefore))
-	}
-	if !flt.DetectedAfter.IsZero() {
-		where = append(where, "detected_at > "+arg(flt.DetectedAfter))
-	}
-	if flt.PaymentID != 0 {
-		where = append(where, "payment_id = "+arg(flt.PaymentID))
+	verdicts := make([]string, len(flt.Verdicts))
+	for i, v := range flt.Verdicts {
+		verdicts[i] = string(v)
 	}
 	limit := flt.Limit
 	if limit <= 0 {
 		limit = 100
 	}
-	sql := "SELECT " + findingColumns + " FROM reconciliation_findings"
-	if len(where) > 0 {
-		sql += " WHERE " + strings.Join(where, " AND ")
-	}
-	sql += " ORDER BY detected_at DESC, id DESC LIMIT " + arg(limit)
-	rows, err := r.pool.Query(ctx, sql, args...)
+	rows, err := r.pool.Query(ctx, queries.Get("findings"), pgx.StrictNamedArgs{
+		"id": nil, "state": state, "kinds": kinds, "verdicts": verdicts,
+		"before": optionalTime(flt.DetectedBefore), "after": optionalTime(flt.DetectedAfter),
+		"payment_id": optionalID(flt.PaymentID), "limit": limit,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list findings: %w", err)
 	}
@@ -142,7 +115,10 @@ func (r *Findings) List(ctx context.Context, flt FindingFilter) ([]Finding, erro
 
 // Get returns one finding; payrecon.ErrNotFound when there is none.
 func (r *Findings) Get(ctx context.Context, id int64) (Finding, error) {
-	f, err := scanFinding(r.pool.QueryRow(ctx, "SELECT "+findingColumns+" FROM reconciliation_findings WHERE id = $1", id))
+	f, err := scanFinding(r.pool.QueryRow(ctx, queries.Get("findings"), pgx.StrictNamedArgs{
+		"id": id, "state": "all", "kinds": []string{}, "verdicts": []string{},
+		"before": nil, "after": nil, "payment_id": nil, "limit": 1,
+	}))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, fmt.Errorf("finding %d: %w", id, payrecon.ErrNotFound)
 	}
@@ -163,9 +139,9 @@ func (r *Findings) Resolve(ctx context.Context, id int64, by, note string) (Find
 	if strings.TrimSpace(by) == "" {
 		return Finding{}, errors.New("resolving a finding needs to say who resolves it")
 	}
-	tag, err := r.pool.Exec(ctx, `UPDATE reconciliation_findings
-		SET resolved_at = $2, resolution = 'operator', resolved_by = $3, resolution_note = $4
-		WHERE id = $1 AND resolved_at IS NULL`, id, r.clock.Now(), by, note)
+	tag, err := r.pool.Exec(ctx, queries.Get("resolve_finding"), pgx.StrictNamedArgs{
+		"id": id, "now": r.clock.Now(), "resolution": string(payrecon.ResolvedOperator), "by": by, "note": note,
+	})
 	if err != nil {
 		return Finding{}, fmt.Errorf("resolve finding %d: %w", id, err)
 	}
@@ -202,8 +178,7 @@ type PaymentDetail struct {
 // Payment reads one payment; payrecon.ErrNotFound when there is none.
 func (r *Findings) Payment(ctx context.Context, id int64) (PaymentDetail, error) {
 	var p PaymentDetail
-	err := r.pool.QueryRow(ctx, `SELECT id, order_id, stripe_payment_intent_id, status, version, created_at, updated_at,
-		coalesce(observed_external_status, ''), last_reconciled_at FROM payments WHERE id = $1`, id).
+	err := r.pool.QueryRow(ctx, queries.Get("payment_detail"), pgx.StrictNamedArgs{"id": id}).
 		Scan(&p.ID, &p.OrderID, &p.IntentID, &p.Status, &p.Version, &p.CreatedAt, &p.UpdatedAt, &p.ObservedStatus, &p.LastReconciledAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, fmt.Errorf("payment %d: %w", id, payrecon.ErrNotFound)
@@ -218,8 +193,7 @@ func (r *Findings) Payment(ctx context.Context, id int64) (PaymentDetail, error)
 // the finding, or 0.
 func (r *Findings) RepairCommandFor(ctx context.Context, findingID int64) (int64, error) {
 	var id int64
-	err := r.pool.QueryRow(ctx, `SELECT id FROM outbox WHERE payload ? 'finding_id' AND payload->>'finding_id' = $1::text
-		ORDER BY id LIMIT 1`, fmt.Sprint(findingID)).Scan(&id)
+	err := r.pool.QueryRow(ctx, queries.Get("finding_command"), pgx.StrictNamedArgs{"finding_id": fmt.Sprint(findingID)}).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -233,7 +207,7 @@ func (r *Findings) RepairCommandFor(ctx context.Context, findingID int64) (int64
 func (s *Store) SweepRow(ctx context.Context, id int64) (payrecon.PaymentRow, error) {
 	var r payrecon.PaymentRow
 	var status string
-	err := s.pool.QueryRow(ctx, "SELECT id, stripe_payment_intent_id, status, version, created_at, updated_at FROM payments WHERE id = $1", id).
+	err := s.pool.QueryRow(ctx, queries.Get("sweep_row"), pgx.StrictNamedArgs{"id": id}).
 		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("payment %d: %w", id, payrecon.ErrNotFound)
@@ -243,4 +217,48 @@ func (s *Store) SweepRow(ctx context.Context, id int64) (payrecon.PaymentRow, er
 	}
 	r.Status = payrecon.LocalStatus(status)
 	return r, nil
+}
+
+// PaymentIDByIntent returns the local payment of a PaymentIntent, or 0.
+func (r *Findings) PaymentIDByIntent(ctx context.Context, intent string) (int64, error) {
+	var id int64
+	if err := r.pool.QueryRow(ctx, queries.Get("payment_id_by_intent"), pgx.StrictNamedArgs{"intent_id": intent}).Scan(&id); err != nil {
+		return 0, fmt.Errorf("look up the local row of %s: %w", intent, err)
+	}
+	return id, nil
+}
+
+// IntentEvent is a Stripe event recorded for a PaymentIntent.
+type IntentEvent struct {
+	EventID    string    `json:"event_id"`
+	EventType  string    `json:"event_type"`
+	ReceivedAt time.Time `json:"received_at"`
+	Outcome    string    `json:"outcome"`
+}
+
+// IntentEvents returns up to limit events recorded for a PaymentIntent,
+// oldest first.
+func (r *Findings) IntentEvents(ctx context.Context, intent string, limit int) ([]IntentEvent, error) {
+	if intent == "" {
+		return []IntentEvent{}, nil
+	}
+	rows, err := r.pool.Query(ctx, queries.Get("intent_events"), pgx.StrictNamedArgs{"intent_id": intent, "limit": limit})
+	if err != nil {
+		return nil, fmt.Errorf("events of %s: %w", intent, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[IntentEvent])
+	if err != nil {
+		return nil, fmt.Errorf("events of %s: %w", intent, err)
+	}
+	return out, nil
+}
+
+// RowsAhead counts the payments ahead of the job's cursor: what the current
+// cycle has left to do.
+func (s *Store) RowsAhead(ctx context.Context, job string) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, queries.Get("rows_ahead"), pgx.StrictNamedArgs{"job": job}).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count rows ahead of the cursor of %q: %w", job, err)
+	}
+	return n, nil
 }

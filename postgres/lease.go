@@ -76,23 +76,19 @@ func AcquireLease(ctx context.Context, pool *pgxpool.Pool, job string, wait bool
 	if err != nil {
 		return nil, fmt.Errorf("acquire lease %q: %w", job, err)
 	}
-	// If the holder's machine vanishes without closing the connection, the
-	// server notices within about 25 s (instead of the kernel's two hours)
-	// and releases the lock, so a waiting replica takes over in bounded
-	// time. Ignored on Unix sockets.
-	if _, err := conn.Exec(ctx, "SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5; SET tcp_keepalives_count = 3"); err != nil {
+	if _, err := conn.Exec(ctx, queries.Get("lease_session")); err != nil {
 		conn.Release()
 		return nil, fmt.Errorf("acquire lease %q: set keepalives: %w", job, err)
 	}
 	if wait {
-		if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
+		if _, err := conn.Exec(ctx, queries.Get("lease_wait"), pgx.StrictNamedArgs{"key": key}); err != nil {
 			conn.Release()
 			return nil, fmt.Errorf("wait for lease %q: %w", job, err)
 		}
 		return &Lease{conn: conn, key: key, job: job}, nil
 	}
 	var ok bool
-	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
+	if err := conn.QueryRow(ctx, queries.Get("lease_try"), pgx.StrictNamedArgs{"key": key}).Scan(&ok); err != nil {
 		conn.Release()
 		return nil, fmt.Errorf("acquire lease %q: %w", job, err)
 	}
@@ -109,13 +105,9 @@ func LeaseHolderOf(ctx context.Context, pool *pgxpool.Pool, job string) (*LeaseH
 	key := uint64(leaseKey(job))
 	var h LeaseHolder
 	var addr *string
-	err := pool.QueryRow(ctx, `
-		SELECT a.pid, a.application_name, host(a.client_addr), a.backend_start
-		  FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-		 WHERE l.locktype = 'advisory' AND l.granted
-		   AND l.classid = $1::bigint::oid AND l.objid = $2::bigint::oid AND l.objsubid = 1
-		   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-		int64(key>>32), int64(key&0xffffffff)).Scan(&h.PID, &h.ApplicationName, &addr, &h.Since)
+	err := pool.QueryRow(ctx, queries.Get("lease_holder"), pgx.StrictNamedArgs{
+		"classid": int64(key >> 32), "objid": int64(key & 0xffffffff),
+	}).Scan(&h.PID, &h.ApplicationName, &addr, &h.Since)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -144,7 +136,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	conn := l.conn
 	l.conn = nil
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", l.key); err != nil {
+	if _, err := conn.Exec(ctx, queries.Get("lease_release"), pgx.StrictNamedArgs{"key": l.key}); err != nil {
 		// The lock dies with the session: make sure the session dies too.
 		_ = conn.Conn().Close(context.Background())
 		return fmt.Errorf("release lease %q: %w", l.job, err)

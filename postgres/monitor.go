@@ -25,7 +25,7 @@ func NewMonitor(pool *pgxpool.Pool) *Monitor { return &Monitor{pool: pool} }
 // is empty. One index entry is read, whatever the table size.
 func (m *Monitor) Lag(ctx context.Context, now time.Time) (lag time.Duration, ok bool, err error) {
 	var oldest time.Time
-	err = m.pool.QueryRow(ctx, query("lag")).Scan(&oldest)
+	err = m.pool.QueryRow(ctx, queries.Get("lag")).Scan(&oldest)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, false, nil
 	}
@@ -82,7 +82,7 @@ func (c Cycle) Throughput() float64 {
 
 // Cycles returns every job's cycle figures.
 func (m *Monitor) Cycles(ctx context.Context, now time.Time) ([]Cycle, error) {
-	rows, err := m.pool.Query(ctx, query("cycles"))
+	rows, err := m.pool.Query(ctx, queries.Get("cycles"))
 	if err != nil {
 		return nil, fmt.Errorf("read cycles: %w", err)
 	}
@@ -129,7 +129,7 @@ func (m *Monitor) Cycles(ctx context.Context, now time.Time) ([]Cycle, error) {
 // OpenFindingsByKind counts open findings per kind; kinds with none are
 // absent.
 func (m *Monitor) OpenFindingsByKind(ctx context.Context) (map[payrecon.Kind]int64, error) {
-	rows, err := m.pool.Query(ctx, query("open_findings_by_kind"))
+	rows, err := m.pool.Query(ctx, queries.Get("open_findings_by_kind"))
 	if err != nil {
 		return nil, fmt.Errorf("count open findings: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"payrecon"
 )
 
@@ -65,15 +67,15 @@ type JobStatus struct {
 // use on every scrape. repairKind is River's job kind for repair commands.
 func (m *Monitor) Status(ctx context.Context, now time.Time, exact bool, repairKind string) (Status, error) {
 	st := Status{Now: now, RowsExact: exact}
-	rowsSQL := `SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'payments'::regclass`
+	rowsSQL := queries.Get("payments_rows_estimate")
 	if exact {
-		rowsSQL = "SELECT count(*) FROM payments"
+		rowsSQL = queries.Get("payments_rows_exact")
 	}
 	if err := m.pool.QueryRow(ctx, rowsSQL).Scan(&st.Rows); err != nil {
 		return st, fmt.Errorf("count payments: %w", err)
 	}
 	var day int64
-	if err := m.pool.QueryRow(ctx, "SELECT count(*) FROM payments WHERE created_at > $1", now.Add(-24*time.Hour)).Scan(&day); err != nil {
+	if err := m.pool.QueryRow(ctx, queries.Get("payments_created_since"), pgx.StrictNamedArgs{"since": now.Add(-24 * time.Hour)}).Scan(&day); err != nil {
 		return st, fmt.Errorf("count new payments: %w", err)
 	}
 	st.NewRowsPerHour = float64(day) / 24
@@ -89,7 +91,7 @@ func (m *Monitor) Status(ctx context.Context, now time.Time, exact bool, repairK
 		return st, err
 	}
 	for _, c := range cycles {
-		j := JobStatus{Cycle: c, Throughput: c.Throughput(), Rechecks: map[string]int{}}
+		j := JobStatus{Cycle: c, Throughput: c.Throughput()}
 		if st.Rows > 0 {
 			j.Progress = min(1, float64(c.CycleRows)/float64(st.Rows))
 		}
@@ -97,20 +99,9 @@ func (m *Monitor) Status(ctx context.Context, now time.Time, exact bool, repairK
 		if j.LeaseHolder, err = LeaseHolderOf(ctx, m.pool, c.Job); err != nil {
 			return st, err
 		}
-		rows, err := m.pool.Query(ctx, "SELECT reason, count(*)::int FROM reconciliation_recheck WHERE job = $1 GROUP BY reason", c.Job)
-		if err != nil {
-			return st, fmt.Errorf("count rechecks: %w", err)
+		if j.Rechecks, err = pendingRechecks(ctx, m.pool, c.Job); err != nil {
+			return st, err
 		}
-		for rows.Next() {
-			var reason string
-			var n int
-			if err := rows.Scan(&reason, &n); err != nil {
-				rows.Close()
-				return st, fmt.Errorf("count rechecks: %w", err)
-			}
-			j.Rechecks[reason] = n
-		}
-		rows.Close()
 		st.Jobs = append(st.Jobs, j)
 	}
 	if st.OpenFindings, err = m.OpenFindingsByKind(ctx); err != nil {
@@ -119,28 +110,21 @@ func (m *Monitor) Status(ctx context.Context, now time.Time, exact bool, repairK
 	for _, n := range st.OpenFindings {
 		st.OpenFindingsTotal += n
 	}
-	rows, err := m.pool.Query(ctx, `SELECT kind, coalesce(resolution, ''), count(*) FROM reconciliation_findings
-		WHERE resolved_at > $1 GROUP BY 1, 2 ORDER BY 1, 2`, now.Add(-24*time.Hour))
+	rows, err := m.pool.Query(ctx, queries.Get("findings_resolved_since"), pgx.StrictNamedArgs{"since": now.Add(-24 * time.Hour)})
 	if err != nil {
 		return st, fmt.Errorf("count resolved findings: %w", err)
 	}
-	for rows.Next() {
-		var rc ResolvedCount
-		if err := rows.Scan(&rc.Kind, &rc.Resolution, &rc.Count); err != nil {
-			rows.Close()
-			return st, fmt.Errorf("count resolved findings: %w", err)
-		}
-		st.ResolvedLastDay = append(st.ResolvedLastDay, rc)
+	if st.ResolvedLastDay, err = pgx.CollectRows(rows, pgx.RowToStructByPos[ResolvedCount]); err != nil {
+		return st, fmt.Errorf("count resolved findings: %w", err)
 	}
-	rows.Close()
 	var oldest *time.Time
-	if err := m.pool.QueryRow(ctx, "SELECT count(*), min(created_at) FROM outbox WHERE processed_at IS NULL").Scan(&st.OutboxBacklog, &oldest); err != nil {
+	if err := m.pool.QueryRow(ctx, queries.Get("outbox_backlog")).Scan(&st.OutboxBacklog, &oldest); err != nil {
 		return st, fmt.Errorf("count outbox backlog: %w", err)
 	}
 	if oldest != nil {
 		st.OutboxOldest = *oldest
 	}
-	if err := m.pool.QueryRow(ctx, "SELECT count(*) FROM river_job WHERE kind = $1 AND state IN ('discarded', 'cancelled')", repairKind).Scan(&st.DeadLetters); err != nil {
+	if err := m.pool.QueryRow(ctx, queries.Get("dead_letters"), pgx.StrictNamedArgs{"kind": repairKind}).Scan(&st.DeadLetters); err != nil {
 		return st, fmt.Errorf("count dead letters: %w", err)
 	}
 	return st, nil

@@ -38,10 +38,10 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit int, now time.Time) (payrecon.Cursor, []payrecon.PaymentRow, []payrecon.PaymentRow, error) {
 	cur := payrecon.Cursor{Job: job}
 	b := &pgx.Batch{}
-	b.Queue(query("ensure_cursor"), job, now)
+	b.Queue(queries.Get("ensure_cursor"), pgx.StrictNamedArgs{"job": job, "now": now})
 	var rows, rechecks []payrecon.PaymentRow
 	found := false
-	b.Queue(query("read_batch"), job, limit).Query(func(rs pgx.Rows) error {
+	b.Queue(queries.Get("read_batch"), pgx.StrictNamedArgs{"job": job, "limit": limit}).Query(func(rs pgx.Rows) error {
 		for rs.Next() {
 			var (
 				completed *time.Time
@@ -68,7 +68,7 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 		return rs.Err()
 	})
 	if recheckLimit > 0 {
-		b.Queue(query("read_rechecks"), job, now, recheckLimit).Query(func(rs pgx.Rows) error {
+		b.Queue(queries.Get("read_rechecks"), pgx.StrictNamedArgs{"job": job, "now": now, "limit": recheckLimit}).Query(func(rs pgx.Rows) error {
 			for rs.Next() {
 				r := payrecon.PaymentRow{FromRecheck: true}
 				var status string
@@ -95,10 +95,13 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 // then the rows' results, findings, repair commands and rechecks in one
 // statement, then the repair delivery hook, all in one transaction.
 func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrecon.CommitResult, error) {
-	var res payrecon.CommitResult
+	res := payrecon.CommitResult{Opened: map[payrecon.Kind]int{}, Resolved: map[payrecon.Kind]int{}}
+	checks, intents := checkRows(c.Checks)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if c.Advance {
-			tag, err := tx.Exec(ctx, query("commit_cursor"), c.Job, c.From, c.To, len(c.Checks), c.Busy.Seconds(), c.Now)
+			tag, err := tx.Exec(ctx, queries.Get("commit_cursor"), pgx.StrictNamedArgs{
+				"job": c.Job, "from": c.From, "to": c.To, "rows": len(c.Checks), "busy_seconds": c.Busy.Seconds(), "now": c.Now,
+			})
 			if err != nil {
 				return fmt.Errorf("advance cursor %q: %w", c.Job, err)
 			}
@@ -106,61 +109,41 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 				return fmt.Errorf("advance cursor %q from %d: %w", c.Job, c.From, payrecon.ErrConcurrentRun)
 			}
 		}
-		n := len(c.Checks)
-		var (
-			ids, versions                       = make([]int64, n), make([]int64, n)
-			intents, locals, observed, verdicts = make([]string, n), make([]string, n), make([]*string, n), make([]string, n)
-			kinds, commands, reasons, errs      = make([]*string, n), make([]*string, n), make([]string, n), make([]*string, n)
-			recheckAt                           = make([]*time.Time, n)
-		)
-		for i, ch := range c.Checks {
-			ids[i], versions[i] = ch.Row.ID, ch.Row.Version
-			intents[i], locals[i] = ch.Row.IntentID, string(ch.Row.Status)
-			observed[i] = optional(string(ch.Observed))
-			verdicts[i] = string(ch.Decision.Verdict)
-			kinds[i] = optional(string(ch.Decision.Kind))
-			commands[i] = optional(string(ch.Decision.Command))
-			reasons[i] = ch.Decision.Reason
-			errs[i] = optional(ch.Err)
-			if !ch.RecheckAt.IsZero() {
-				t := ch.RecheckAt
-				recheckAt[i] = &t
-			}
-		}
 		b := &pgx.Batch{}
-		res.Opened, res.Resolved = map[payrecon.Kind]int{}, map[payrecon.Kind]int{}
-		b.Queue(query("commit_checks"), ids, versions, intents, locals, observed, verdicts, kinds, commands,
-			reasons, recheckAt, errs, c.Job, c.Now, c.Grace).QueryRow(func(row pgx.Row) error {
-			var rdone, radd int
+		b.Queue(queries.Get("commit_checks"), pgx.StrictNamedArgs{
+			"checks": checks, "job": c.Job, "now": c.Now, "grace": c.Grace,
+			"not_found": string(payrecon.NotFound), "changed": payrecon.RecheckChanged,
+			"healed": string(payrecon.ResolvedHealed), "superseded": string(payrecon.ResolvedSuperseded),
+		}).QueryRow(func(row pgx.Row) error {
 			var opened, resolved []string
-			if err := row.Scan(&res.Verified, &res.Stale, &opened, &resolved, &res.Commands, &rdone, &radd); err != nil {
+			if err := row.Scan(&res.Verified, &res.Stale, &opened, &resolved, &res.Commands); err != nil {
 				return err
 			}
 			countKinds(res.Opened, opened)
 			countKinds(res.Resolved, resolved)
 			return nil
 		})
-		b.Queue(query("resolve_orphans"), intents, c.Now, c.Job).Query(func(rows pgx.Rows) error {
+		b.Queue(queries.Get("resolve_orphans"), pgx.StrictNamedArgs{
+			"intent_ids": intents, "now": c.Now, "job": c.Job,
+			"kind": string(payrecon.KindMissingLocally), "resolution": string(payrecon.ResolvedLocalRowAppeared),
+		}).Query(func(rows pgx.Rows) error {
 			kinds, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			countKinds(res.Resolved, kinds)
 			return err
 		})
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("write batch results for job %q: %w", c.Job, err)
+		}
 		if len(c.Orphans) > 0 {
 			oid, ost := make([]string, len(c.Orphans)), make([]string, len(c.Orphans))
 			for i, o := range c.Orphans {
 				oid[i], ost[i] = o.IntentID, string(o.Status)
 			}
-			b.Queue(query("commit_orphans"), oid, ost, c.Job, c.Now).QueryRow(func(row pgx.Row) error {
-				var opened int
-				if err := row.Scan(&opened); err != nil {
-					return err
-				}
-				res.Opened[payrecon.KindMissingLocally] += opened
-				return nil
-			})
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("write batch results for job %q: %w", c.Job, err)
+			ids, err := openMissingLocally(ctx, tx, oid, ost, "a PaymentIntent exists in Stripe with no local payments row", c.Job, c.Now)
+			if err != nil {
+				return err
+			}
+			res.Opened[payrecon.KindMissingLocally] += len(ids)
 		}
 		if len(res.Commands) > 0 && s.EnqueueFunc != nil {
 			if err := s.EnqueueFunc(ctx, tx, res.Commands); err != nil {
@@ -175,9 +158,47 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 	return res, nil
 }
 
+// checkRow is one element of commit_checks.sql's @checks JSON array.
+type checkRow struct {
+	PaymentID     int64      `json:"payment_id"`
+	Version       int64      `json:"version"`
+	IntentID      string     `json:"intent_id"`
+	LocalStatus   string     `json:"local_status"`
+	Observed      *string    `json:"observed"`
+	Verdict       string     `json:"verdict"`
+	Kind          *string    `json:"kind"`
+	Command       *string    `json:"command"`
+	Reason        string     `json:"reason"`
+	Heals         bool       `json:"heals"`
+	RecheckAt     *time.Time `json:"recheck_at"`
+	RecheckReason *string    `json:"recheck_reason"`
+	Err           *string    `json:"err"`
+}
+
+// checkRows turns a batch's checks into commit_checks.sql's rows, and lists
+// their PaymentIntent ids (resolve_orphans.sql).
+func checkRows(checks []payrecon.Check) ([]checkRow, []string) {
+	rows, intents := make([]checkRow, len(checks)), make([]string, len(checks))
+	for i, ch := range checks {
+		rows[i] = checkRow{
+			PaymentID: ch.Row.ID, Version: ch.Row.Version, IntentID: ch.Row.IntentID,
+			LocalStatus: string(ch.Row.Status), Observed: optional(string(ch.Observed)),
+			Verdict: string(ch.Decision.Verdict), Kind: optional(string(ch.Decision.Kind)),
+			Command: optional(string(ch.Decision.Command)), Reason: ch.Decision.Reason,
+			Heals: ch.Decision.Verdict == payrecon.InSync, Err: optional(ch.Err),
+		}
+		if !ch.RecheckAt.IsZero() {
+			t, reason := ch.RecheckAt, ch.RecheckReason
+			rows[i].RecheckAt, rows[i].RecheckReason = &t, &reason
+		}
+		intents[i] = ch.Row.IntentID
+	}
+	return rows, intents
+}
+
 // Wrap implements payrecon.SweepStore.
 func (s *Store) Wrap(ctx context.Context, job string, from int64, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, query("wrap_cursor"), job, from, now)
+	tag, err := s.pool.Exec(ctx, queries.Get("wrap_cursor"), pgx.StrictNamedArgs{"job": job, "from": from, "now": now})
 	if err != nil {
 		return fmt.Errorf("wrap cursor %q: %w", job, err)
 	}
@@ -192,8 +213,7 @@ func (s *Store) Wrap(ctx context.Context, job string, from int64, now time.Time)
 // entries.
 func (s *Store) CountCreatedBetween(ctx context.Context, lo, hi time.Time, limit int64) (int64, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM (SELECT 1 FROM payments WHERE created_at BETWEEN $1 AND $2 LIMIT $3) w",
-		lo, hi, limit).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, queries.Get("count_created_between"), pgx.StrictNamedArgs{"lo": lo, "hi": hi, "limit": limit}).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count payments created between %s and %s: %w", lo.Format(time.RFC3339), hi.Format(time.RFC3339), err)
 	}
 	return n, nil
@@ -201,20 +221,23 @@ func (s *Store) CountCreatedBetween(ctx context.Context, lo, hi time.Time, limit
 
 // PendingRechecks implements payrecon.SweepStore.
 func (s *Store) PendingRechecks(ctx context.Context, job string) (map[string]int, error) {
-	rows, err := s.pool.Query(ctx, "SELECT reason, count(*)::int FROM reconciliation_recheck WHERE job = $1 GROUP BY reason", job)
+	return pendingRechecks(ctx, s.pool, job)
+}
+
+func pendingRechecks(ctx context.Context, pool *pgxpool.Pool, job string) (map[string]int, error) {
+	rows, err := pool.Query(ctx, queries.Get("pending_rechecks"), pgx.StrictNamedArgs{"job": job})
 	if err != nil {
 		return nil, fmt.Errorf("count rechecks of job %q: %w", job, err)
 	}
 	out := map[string]int{}
-	for rows.Next() {
-		var reason string
-		var n int
-		if err := rows.Scan(&reason, &n); err != nil {
-			return nil, fmt.Errorf("count rechecks of job %q: %w", job, err)
-		}
+	var (
+		reason string
+		n      int
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&reason, &n}, func() error {
 		out[reason] = n
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}); err != nil {
 		return nil, fmt.Errorf("count rechecks of job %q: %w", job, err)
 	}
 	return out, nil
@@ -223,7 +246,7 @@ func (s *Store) PendingRechecks(ctx context.Context, job string) (map[string]int
 // NextRecheck implements payrecon.SweepStore.
 func (s *Store) NextRecheck(ctx context.Context, job, reason string) (time.Time, error) {
 	var due *time.Time
-	err := s.pool.QueryRow(ctx, "SELECT min(due_at) FROM reconciliation_recheck WHERE job = $1 AND ($2 = '' OR reason = $2)", job, reason).Scan(&due)
+	err := s.pool.QueryRow(ctx, queries.Get("next_recheck"), pgx.StrictNamedArgs{"job": job, "reason": reason}).Scan(&due)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, fmt.Errorf("next recheck of job %q: %w", job, err)
 	}
@@ -237,6 +260,14 @@ func countKinds(m map[payrecon.Kind]int, kinds []string) {
 	for _, k := range kinds {
 		m[payrecon.Kind(k)]++
 	}
+}
+
+// optionalID is id, or NULL for zero.
+func optionalID(id int64) *int64 {
+	if id == 0 {
+		return nil
+	}
+	return &id
 }
 
 func optional(s string) *string {

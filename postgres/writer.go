@@ -53,9 +53,10 @@ type ApplyResult struct {
 // ErrUnknownCommand is returned for a command the transition table lacks.
 var ErrUnknownCommand = errors.New("unknown command")
 
-// Apply runs one command inside tx. It never fails because of the payment's
-// state: a payment already in the target is AlreadyInTarget, one in any
-// other state is MovedElsewhere, a missing one PaymentMissing.
+// Apply runs one command inside tx through the canonical writer's one
+// transition (payrecon_transition). It never fails because of the payment's
+// state: a payment already in the target is AlreadyInTarget, one in any other
+// state is MovedElsewhere, a missing one PaymentMissing.
 func (w *Writer) Apply(ctx context.Context, tx pgx.Tx, cmd payrecon.Command, ref PaymentRef) (ApplyResult, error) {
 	t, ok := payrecon.TransitionFor(cmd)
 	if !ok {
@@ -65,35 +66,43 @@ func (w *Writer) Apply(ctx context.Context, tx pgx.Tx, cmd payrecon.Command, ref
 	for i, f := range t.From {
 		from[i] = string(f)
 	}
-	var (
-		id      int64
-		before  string
-		after   *string
-		version *int64
-		pid     *int64
-		intent  *string
-	)
-	if ref.ID != 0 {
-		pid = &ref.ID
-	} else {
-		intent = &ref.IntentID
-	}
-	err := tx.QueryRow(ctx, query("apply_transition"), pid, intent, string(t.To), from, w.Clock.Now()).
-		Scan(&id, &before, &after, &version)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ApplyResult{Outcome: payrecon.PaymentMissing}, nil
-	}
+	var r transitionRow
+	err := tx.QueryRow(ctx, queries.Get("transition"), pgx.StrictNamedArgs{
+		"payment_id": optionalID(ref.ID), "intent_id": optional(ref.IntentID),
+		"target": string(t.To), "from": from, "now": w.Clock.Now(),
+	}).Scan(&r.paymentID, &r.before, &r.after, &r.version, &r.outcome)
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("apply %s to %s: %w", cmd, ref, err)
 	}
-	res := ApplyResult{PaymentID: id, Before: payrecon.LocalStatus(before), After: payrecon.LocalStatus(before)}
-	switch {
-	case after != nil:
-		res.Outcome, res.After, res.Version = payrecon.Applied, payrecon.LocalStatus(*after), *version
-	case res.Before == t.To:
-		res.Outcome = payrecon.AlreadyInTarget
-	default:
-		res.Outcome = payrecon.MovedElsewhere
+	return r.result()
+}
+
+// transitionRow is what payrecon_transition returns.
+type transitionRow struct {
+	paymentID, version *int64
+	before, after      *string
+	outcome            *string
+}
+
+// result turns the row into an ApplyResult; an outcome the domain does not
+// know means the function and payrecon.Outcome have drifted apart.
+func (r transitionRow) result() (ApplyResult, error) {
+	var res ApplyResult
+	if r.outcome == nil {
+		return res, errors.New("transition returned no outcome")
+	}
+	res.Outcome = payrecon.Outcome(*r.outcome)
+	if !res.Outcome.Valid() {
+		return res, fmt.Errorf("transition returned outcome %q, which payrecon does not know", *r.outcome)
+	}
+	if r.paymentID != nil {
+		res.PaymentID = *r.paymentID
+	}
+	if r.before != nil {
+		res.Before, res.After = payrecon.LocalStatus(*r.before), payrecon.LocalStatus(*r.before)
+	}
+	if r.after != nil {
+		res.After, res.Version = payrecon.LocalStatus(*r.after), *r.version
 	}
 	return res, nil
 }
@@ -141,17 +150,20 @@ func (e *InvalidCommandError) Error() string {
 // (queries/apply_repair.sql): this is the relay's hot path.
 func (w *Writer) ApplyRepair(ctx context.Context, tx pgx.Tx, outboxID int64) (RepairResult, error) {
 	res := RepairResult{OutboxID: outboxID}
-	cmds, targets, froms := w.transitionArrays()
+	cmds, targets, froms := transitionArrays()
 	var (
 		eventType                         string
 		processed, unknown, findingAbsent bool
-		payloadErr                        *string
-		paymentID, version, findingID     *int64
-		outcome, before, after, recorded  *string
+		payloadErr, recorded              *string
+		findingID                         *int64
+		t                                 transitionRow
 	)
-	err := tx.QueryRow(ctx, query("apply_repair"), outboxID, cmds, targets, froms, w.Clock.Now(), "outbox:").Scan(
-		&eventType, &processed, &unknown, &payloadErr, &findingAbsent, &findingID,
-		&paymentID, &outcome, &before, &after, &version, &res.Resolved, &recorded)
+	err := tx.QueryRow(ctx, queries.Get("apply_repair"), pgx.StrictNamedArgs{
+		"outbox_id": outboxID, "commands": cmds, "targets": targets, "froms": froms,
+		"now": w.Clock.Now(), "resolved_by": fmt.Sprintf("outbox:%d", outboxID),
+		"repaired": string(payrecon.ResolvedRepaired), "already": string(payrecon.ResolvedAlreadyInTarget),
+	}).Scan(&eventType, &processed, &unknown, &payloadErr, &findingAbsent, &findingID,
+		&t.paymentID, &t.outcome, &t.before, &t.after, &t.version, &res.Resolved, &recorded)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, &InvalidCommandError{OutboxID: outboxID, Reason: "no such outbox row"}
 	}
@@ -173,25 +185,18 @@ func (w *Writer) ApplyRepair(ctx context.Context, tx pgx.Tx, outboxID int64) (Re
 	if recorded != nil {
 		res.Outcome = *recorded
 	}
-	if outcome == nil { // the finding was already resolved: recorded as skipped
+	if t.outcome == nil { // the finding was already resolved: recorded as skipped
 		return res, nil
 	}
-	res.Apply.Outcome = payrecon.Outcome(*outcome)
-	if paymentID != nil {
-		res.Apply.PaymentID = *paymentID
-	}
-	if before != nil {
-		res.Apply.Before, res.Apply.After = payrecon.LocalStatus(*before), payrecon.LocalStatus(*before)
-	}
-	if after != nil {
-		res.Apply.After, res.Apply.Version = payrecon.LocalStatus(*after), *version
+	if res.Apply, err = t.result(); err != nil {
+		return res, fmt.Errorf("apply outbox command %d: %w", outboxID, err)
 	}
 	return res, nil
 }
 
 // transitionArrays is the transition table as the parallel arrays
 // apply_repair.sql joins against.
-func (w *Writer) transitionArrays() (cmds, targets, froms []string) {
+func transitionArrays() (cmds, targets, froms []string) {
 	for _, t := range payrecon.Transitions() {
 		from := make([]string, len(t.From))
 		for i, f := range t.From {

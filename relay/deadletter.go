@@ -245,7 +245,7 @@ func (r *Relay) outboxCommands(ctx context.Context, ids []int64) (map[int64]outb
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := r.pool.Query(ctx, query("outbox_commands"), ids)
+	rows, err := r.pool.Query(ctx, queries.Get("outbox_commands"), pgx.StrictNamedArgs{"ids": ids})
 	if err != nil {
 		return nil, fmt.Errorf("load outbox commands: %w", err)
 	}

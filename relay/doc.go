@@ -23,10 +23,11 @@
 //
 //  1. postgres.Writer.ApplyRepair locks the outbox row (SELECT … FOR UPDATE).
 //     A row whose processed_at is set was applied before: nothing is done.
-//  2. The transition is one conditional UPDATE of the payment
-//     (WHERE status IN the command's sources), so a webhook racing the repair
-//     cannot make it apply twice or move the payment backwards, and the
-//     finding is resolved only if the payment is in the command's target state
+//  2. The transition is payrecon_transition, the same PostgreSQL function
+//     the webhook's statement calls: it locks the payment and moves it only
+//     from one of the command's sources, so a webhook racing the repair
+//     cannot make it apply twice or move the payment backwards; the finding
+//     is resolved only if the payment is in the command's target state
 //     afterwards.
 //  3. ApplyRepair sets the outbox row's processed_at and outcome, and
 //     river.JobCompleteTx marks the job completed, in the same transaction.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // DrainReport says what one Drain did. The counts are this process's own
@@ -76,7 +78,7 @@ func (r *Relay) waitDrained(ctx context.Context, stopped <-chan struct{}) (int, 
 			busy  bool
 			later int
 		)
-		if err := r.pool.QueryRow(ctx, query("drain_state"), Kind, Queue, r.cfg.DrainRetryHorizon).Scan(&busy, &later); err != nil {
+		if err := r.pool.QueryRow(ctx, queries.Get("drain_state"), pgx.StrictNamedArgs{"kind": Kind, "queue": Queue, "horizon": r.cfg.DrainRetryHorizon}).Scan(&busy, &later); err != nil {
 			return 0, fmt.Errorf("read the state of queue %q: %w", Queue, err)
 		}
 		if !busy {

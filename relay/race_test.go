@@ -16,6 +16,7 @@ import (
 	"payrecon/httpapi"
 	"payrecon/internal/pgtest"
 	"payrecon/internal/testkit"
+	"payrecon/postgres"
 	"payrecon/stripesim"
 )
 
@@ -34,7 +35,7 @@ func TestWebhookRacesRepair(t *testing.T) {
 	installAudit(t, b.pool)
 	const secret = "whsec_race"
 	srv := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
-		DB: b.pool, Writer: b.writer, Webhook: httpapi.WebhookConfig{Secrets: []string{secret}},
+		Events: postgres.NewEvents(b.pool, b.writer, nil), Webhook: httpapi.WebhookConfig{Secrets: []string{secret}},
 	}))
 	t.Cleanup(srv.Close)
 	tr := &http.Transport{}

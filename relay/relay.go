@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"payrecon/internal/sqlq"
 	"payrecon/postgres"
 )
 
@@ -156,7 +156,7 @@ func (r *Relay) EnqueueUnprocessed(ctx context.Context) (int, error) {
 	var after int64
 	total := 0
 	for {
-		rows, err := r.pool.Query(ctx, query("unenqueued_outbox"), after, Kind, batch)
+		rows, err := r.pool.Query(ctx, queries.Get("unenqueued_outbox"), pgx.StrictNamedArgs{"after": after, "kind": Kind, "limit": batch})
 		if err != nil {
 			return total, fmt.Errorf("find unenqueued outbox commands after %d: %w", after, err)
 		}
@@ -220,11 +220,5 @@ func (r *Relay) Stop(ctx context.Context) error {
 //go:embed queries/*.sql
 var queryFiles embed.FS
 
-// query returns the embedded statement queries/<name>.sql.
-func query(name string) string {
-	b, err := queryFiles.ReadFile("queries/" + name + ".sql")
-	if err != nil {
-		panic(fmt.Sprintf("relay: no query %q: %v", name, err))
-	}
-	return strings.TrimSpace(string(b))
-}
+// queries are the package's statements, by file name.
+var queries = sqlq.New("relay", queryFiles, "queries")

@@ -111,7 +111,7 @@ func (r *Relay) apply(ctx context.Context, job *river.Job[RepairArgs]) (postgres
 func (r *Relay) recordError(ctx context.Context, outboxID int64, cause error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, err := r.pool.Exec(ctx, query("record_error"), outboxID, cause.Error()); err != nil {
+	if _, err := r.pool.Exec(ctx, queries.Get("record_error"), pgx.StrictNamedArgs{"outbox_id": outboxID, "error": cause.Error()}); err != nil {
 		r.log.Warn("relay: could not record the error on the outbox row", slog.Int64("outbox_id", outboxID),
 			slog.String("error", err.Error()))
 	}

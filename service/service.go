@@ -174,15 +174,12 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 
 	store := postgres.NewStore(pool)
 	store.EnqueueFunc = rl.EnqueueFunc()
-	sw := sweep.New(store, gw, cfg.Sweep)
-	sw.Limiter = s.limiter
-	sw.Clock = cfg.Clock
-	sw.Logger = cfg.Logger.With("component", "sweep")
-	sw.Observer = sweep.NewMetrics(s.registry)
-	sw.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+	sc := cfg.Sweep
+	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
+	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
 		return postgres.AcquireLease(ctx, pool, job, wait)
 	}
-	s.sweeper = sw
+	s.sweeper = sweep.New(store, gw, sc)
 	s.registry.MustRegister(postgres.NewCollector(postgres.NewMonitor(pool), relay.Kind, cfg.Clock, cfg.Logger.With("component", "metrics")))
 	ui, err := rl.UIHandler(relay.UIPrefix)
 	if err != nil {
@@ -191,10 +188,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	s.ui = ui
 	// Rechecks asked for from the console use a sweeper of their own (as
 	// `findings recheck` does) on the same store, gateway and rate budget.
-	recheck := sweep.New(store, gw, cfg.Sweep)
-	recheck.Limiter = s.limiter
-	recheck.Clock = cfg.Clock
-	recheck.Logger = cfg.Logger.With("component", "console")
+	rcfg := cfg.Sweep
+	rcfg.Limiter, rcfg.Clock, rcfg.Logger = s.limiter, cfg.Clock, cfg.Logger.With("component", "console")
+	recheck := sweep.New(store, gw, rcfg)
 	if s.console, s.sampler, err = s.newConsole(pool, recheck); err != nil {
 		return nil, err
 	}
@@ -202,8 +198,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	deps := httpapi.Deps{
 		Logger:      cfg.Logger.With("component", "http"),
 		Clock:       cfg.Clock,
-		DB:          pool,
-		Writer:      writer,
+		Events:      postgres.NewEvents(pool, writer, cfg.Clock),
 		Webhook:     httpapi.WebhookConfig{Secrets: cfg.WebhookSecrets},
 		Metrics:     promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}),
 		Ready:       http.HandlerFunc(s.handleReady),

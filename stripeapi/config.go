@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"payrecon/internal/redact"
+
 	"github.com/stripe/stripe-go/v85"
 
 	"payrecon"
@@ -88,7 +90,7 @@ func (c Config) withDefaults() (Config, error) {
 	u, err := url.Parse(c.APIBase)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/" && u.Path != "/v1" && u.Path != "/v1/") || u.RawQuery != "" {
-		return c, &payrecon.ConfigError{Cause: fmt.Sprintf("STRIPE_API_BASE %q must be scheme://host[:port], http or https, with no path, query or credentials", redactURL(c.APIBase))}
+		return c, &payrecon.ConfigError{Cause: fmt.Sprintf("STRIPE_API_BASE %q must be scheme://host[:port], http or https, with no path, query or credentials", redact.URL(c.APIBase))}
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = TimeoutDefault
@@ -121,14 +123,6 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
-}
-
-// redactURL hides a password in a URL for an error message.
-func redactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
-	}
-	return "(unparsable)"
 }
 
 // newJitter returns a goroutine-safe jitter source of its own, seeded from

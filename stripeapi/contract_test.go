@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"payrecon"
+	"payrecon/internal/simtest"
 	"payrecon/stripeapi"
 	"payrecon/stripesim"
 )
@@ -93,7 +94,7 @@ func runContract(t *testing.T, tgt contractTarget) {
 
 func TestContractSimulator(t *testing.T) {
 	t.Parallel()
-	sim := stripesim.StartTest(t, stripesim.Config{})
+	sim := simtest.Start(t, stripesim.Config{})
 	for i, st := range payrecon.StripeStatuses {
 		sim.Put(stripesim.Intent{Status: st, Created: time.Now().Add(-time.Duration(i) * time.Hour)})
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"payrecon/internal/simtest"
 	"payrecon/stripeapi"
 	"payrecon/stripesim"
 )
@@ -70,7 +71,7 @@ func (b *syncBuffer) String() string {
 // gateway's config before New.
 func setup(t testing.TB, simCfg stripesim.Config, edit func(*stripeapi.Config)) *testBundle {
 	t.Helper()
-	sim := stripesim.StartTest(t, simCfg)
+	sim := simtest.Start(t, simCfg)
 	b := &testBundle{sim: sim, rec: &recorder{}, logs: &syncBuffer{}}
 	cfg := stripeapi.Config{
 		SecretKey:   sim.SecretKey(),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"payrecon"
+	"payrecon/internal/simtest"
 	"payrecon/stripeapi"
 	"payrecon/stripesim"
 )
@@ -17,7 +18,7 @@ import (
 // to it over loopback.
 func benchSim(b *testing.B, n int) (*stripesim.Server, *stripeapi.Gateway) {
 	b.Helper()
-	sim := stripesim.StartTest(b, stripesim.Config{})
+	sim := simtest.Start(b, stripesim.Config{})
 	base := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 	if err := sim.Seed(n, func(i int) stripesim.Intent {
 		return stripesim.Intent{ID: benchID(i), Created: base.Add(time.Duration(i) * time.Second), Status: payrecon.IntentSucceeded}

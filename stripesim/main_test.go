@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"payrecon/internal/simtest"
 	"payrecon/internal/testkit"
 	"payrecon/stripesim"
 )
@@ -31,7 +32,7 @@ func setup(t testing.TB, cfg stripesim.Config) *testBundle {
 	if cfg.Clock == nil {
 		cfg.Clock = clock
 	}
-	sim := stripesim.StartTest(t, cfg)
+	sim := simtest.Start(t, cfg)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &testBundle{sim: sim, clock: clock, client: &http.Client{Transport: tr, Timeout: 10 * time.Second}}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/stripe/stripe-go/v85"
@@ -120,18 +119,6 @@ func Start(cfg Config) (*Server, error) {
 		}
 	}()
 	return s, nil
-}
-
-// StartTest starts a simulator for a test or benchmark, fails it at once if
-// the simulator cannot start, and closes the simulator in tb.Cleanup.
-func StartTest(tb testing.TB, cfg Config) *Server {
-	tb.Helper()
-	s, err := Start(cfg)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(s.Close)
-	return s
 }
 
 func newServer(cfg Config) *Server {

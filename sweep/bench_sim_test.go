@@ -8,6 +8,7 @@ import (
 
 	"payrecon"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/simtest"
 	"payrecon/postgres"
 	"payrecon/stripeapi"
 	"payrecon/stripesim"
@@ -29,7 +30,7 @@ type simBench struct {
 func newSimBench(b *testing.B, n int, faults stripesim.Faults) *simBench {
 	b.Helper()
 	pool := pgtest.NewDB(b)
-	sim := stripesim.StartTest(b, stripesim.Config{Seed: 1})
+	sim := simtest.Start(b, stripesim.Config{Seed: 1})
 	base := time.Now().Add(-time.Duration(n+3600) * time.Second).Truncate(time.Second)
 	id := func(i int) string { return fmt.Sprintf("pi_bench_%08d", i) }
 	if err := sim.Seed(n, func(i int) stripesim.Intent {
@@ -55,8 +56,8 @@ func newSimBench(b *testing.B, n int, faults stripesim.Faults) *simBench {
 func (sb *simBench) cycle(b *testing.B, i int, cfg sweep.Config, rps float64) (sweep.CycleReport, time.Duration) {
 	b.Helper()
 	cfg.Job = fmt.Sprintf("bench-%d", i)
+	cfg.Limiter = sweep.NewLimiter(rps)
 	s := sweep.New(sb.pool, sb.gw, cfg)
-	s.Limiter = sweep.NewLimiter(rps)
 	start := time.Now()
 	rep, err := s.RunCycle(context.Background(), nil)
 	if err != nil {

@@ -102,8 +102,7 @@ func TestSecondSweeperWaitsForLease(t *testing.T) {
 		once.Do(func() { close(started) })
 		<-release
 	}
-	first := b.sweeper(sweep.Config{Batch: 100})
-	first.LeaseFunc = lease
+	first := b.sweeper(sweep.Config{Batch: 100, LeaseFunc: lease})
 	done := make(chan error, 1)
 	go func() {
 		_, err := first.RunCycle(context.Background(), nil)
@@ -111,8 +110,7 @@ func TestSecondSweeperWaitsForLease(t *testing.T) {
 	}()
 	<-started
 
-	impatient := b.sweeper(sweep.Config{Batch: 100})
-	impatient.LeaseFunc = lease
+	impatient := b.sweeper(sweep.Config{Batch: 100, LeaseFunc: lease})
 	callsBefore := b.gw.calls.Load()
 	_, err := impatient.RunCycle(context.Background(), nil)
 	var held *postgres.LeaseHeldError
@@ -120,8 +118,7 @@ func TestSecondSweeperWaitsForLease(t *testing.T) {
 		t.Fatalf("second sweeper err = %v, want LeaseHeldError naming the holder", err)
 	}
 
-	patient := b.sweeper(sweep.Config{Batch: 100, WaitForLease: true})
-	patient.LeaseFunc = lease
+	patient := b.sweeper(sweep.Config{Batch: 100, WaitForLease: true, LeaseFunc: lease})
 	patientDone := make(chan sweep.CycleReport, 1)
 	go func() {
 		rep, err := patient.RunCycle(context.Background(), nil)

@@ -64,16 +64,16 @@ type ProgressFunc func(b BatchReport, total CycleReport)
 // Config.MaxOutage of it, and on ctx's end returns between batches (a batch
 // is committed whole or not at all).
 func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleReport, error) {
-	start := time.Now()
+	start := s.cfg.Clock.Now()
 	rep := CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
-	if s.LeaseFunc != nil {
-		lease, err := s.LeaseFunc(ctx, s.cfg.Job, s.cfg.WaitForLease)
+	if s.cfg.LeaseFunc != nil {
+		lease, err := s.cfg.LeaseFunc(ctx, s.cfg.Job, s.cfg.WaitForLease)
 		if err != nil {
 			return rep, err
 		}
 		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
 	}
-	defer func() { rep.Duration = time.Since(start) }()
+	defer func() { rep.Duration = s.cfg.Clock.Now().Sub(start) }()
 
 	var outage outageTracker
 	for !rep.Wrapped {
@@ -87,7 +87,7 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 
 	// Rows Stripe could not be asked about are retried as they come due,
 	// instead of waiting a whole cycle.
-	deadline := s.Clock.Now().Add(s.cfg.RecheckWait)
+	deadline := s.cfg.Clock.Now().Add(s.cfg.RecheckWait)
 	for {
 		due, err := s.store.NextRecheck(ctx, s.cfg.Job, payrecon.RecheckUnverifiable)
 		if err != nil {
@@ -99,8 +99,8 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 		if due.After(deadline) {
 			break
 		}
-		wait := due.Sub(s.Clock.Now())
-		if err := s.SleepFunc(ctx, wait); err != nil {
+		wait := due.Sub(s.cfg.Clock.Now())
+		if err := s.cfg.SleepFunc(ctx, wait); err != nil {
 			return rep, err
 		}
 		if err := s.step(ctx, &rep, &outage, true, progress); err != nil {
@@ -112,9 +112,7 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 		return rep, err
 	}
 	rep.StillUnverifiable = pending[payrecon.RecheckUnverifiable]
-	if s.Observer != nil {
-		s.Observer.CycleDone(s.cfg.Job, rep)
-	}
+	s.metrics.cycleDone(s.cfg.Job, rep)
 	return rep, nil
 }
 
@@ -149,21 +147,19 @@ func (s *Sweeper) pauseOrFail(ctx context.Context, rep *CycleReport, o *outageTr
 	switch {
 	case errors.Is(err, payrecon.ErrConcurrentRun):
 		rep.ConcurrentRuns++
-		s.Logger.Warn("another run moved the cursor; batch discarded", "job", s.cfg.Job, "error", err)
+		s.cfg.Logger.Warn("another run moved the cursor; batch discarded", "job", s.cfg.Job, "error", err)
 		return nil
 	case errors.As(err, &sys):
 		if o.since.IsZero() {
-			o.since, o.pause = time.Now(), s.cfg.OutagePause
+			o.since, o.pause = s.cfg.Clock.Now(), s.cfg.OutagePause
 		}
-		if time.Since(o.since) >= s.cfg.MaxOutage {
+		if s.cfg.Clock.Now().Sub(o.since) >= s.cfg.MaxOutage {
 			return fmt.Errorf("job %q: %w (%s): %w", s.cfg.Job, ErrOutage, s.cfg.MaxOutage, err)
 		}
 		rep.Pauses++
-		if s.Observer != nil {
-			s.Observer.Paused(s.cfg.Job, err)
-		}
-		s.Logger.Warn("stripe outage: sweep paused", "job", s.cfg.Job, "pause", o.pause, "error", err)
-		if serr := s.SleepFunc(ctx, o.pause); serr != nil {
+		s.metrics.pausedFor(s.cfg.Job, err)
+		s.cfg.Logger.Warn("stripe outage: sweep paused", "job", s.cfg.Job, "pause", o.pause, "error", err)
+		if serr := s.cfg.SleepFunc(ctx, o.pause); serr != nil {
 			return serr
 		}
 		o.pause = min(o.pause*2, s.cfg.OutagePauseMax)

@@ -91,9 +91,9 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 	s.cache.mu.Lock()
 	defer s.cache.mu.Unlock()
 	got := map[string]payrecon.Intent{}
-	from, readAt := lo, time.Now()
+	from, readAt := lo, s.cfg.Clock.Now()
 	maxAge := min(30*time.Second, max(s.cfg.Grace, 0))
-	if c := &s.cache; c.intents != nil && time.Since(c.at) < maxAge && !c.lo.After(lo) && !c.hi.Before(lo) {
+	if c := &s.cache; c.intents != nil && s.cfg.Clock.Now().Sub(c.at) < maxAge && !c.lo.After(lo) && !c.hi.Before(lo) {
 		for id, in := range c.intents {
 			if !in.Created.Before(lo) && !in.Created.After(hi) {
 				got[id] = in
@@ -110,8 +110,8 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 				complete = false // the window holds far more than expected: retrieve the rest
 				break
 			}
-			if s.Limiter != nil {
-				if err := s.Limiter.Wait(ctx); err != nil {
+			if s.cfg.Limiter != nil {
+				if err := s.cfg.Limiter.Wait(ctx); err != nil {
 					return nil, nil, calls, err
 				}
 			}
@@ -158,7 +158,7 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 
 func (s *Sweeper) noteRateLimit(err error) {
 	var ue *payrecon.UnavailableError
-	if errors.As(err, &ue) && ue.RateLimited && s.Limiter != nil {
-		s.Limiter.OnRateLimited(ue.RetryAfter)
+	if errors.As(err, &ue) && ue.RateLimited && s.cfg.Limiter != nil {
+		s.cfg.Limiter.OnRateLimited(ue.RetryAfter)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"payrecon"
 )
 
-// Metrics is the sweep's Prometheus instrumentation; it implements Observer.
-type Metrics struct {
+// metrics is the sweep's Prometheus instrumentation.
+type metrics struct {
 	rows          *prometheus.CounterVec
 	batches       *prometheus.CounterVec
 	batchDuration *prometheus.HistogramVec
@@ -23,12 +23,10 @@ type Metrics struct {
 	leased        *prometheus.GaugeVec
 }
 
-var _ Observer = (*Metrics)(nil)
-
-// NewMetrics registers the sweep's metrics with reg (nil: not registered,
-// as in tests).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
-	m := &Metrics{
+// newMetrics builds the sweep's metrics and registers them with reg (nil:
+// not registered, as in tests).
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
 		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payrecon_sweep_rows_total", Help: "Rows checked by the sweep, by verdict.",
 		}, []string{"job", "verdict"}),
@@ -67,8 +65,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// BatchDone implements Observer.
-func (m *Metrics) BatchDone(job string, r BatchReport, d time.Duration) {
+func (m *metrics) batchDone(job string, r BatchReport, d time.Duration) {
 	for v, n := range r.Counts {
 		m.rows.WithLabelValues(job, string(v)).Add(float64(n))
 	}
@@ -83,14 +80,12 @@ func (m *Metrics) BatchDone(job string, r BatchReport, d time.Duration) {
 	m.batchDuration.WithLabelValues(job).Observe(d.Seconds())
 }
 
-// CycleDone implements Observer.
-func (m *Metrics) CycleDone(job string, r CycleReport) {
+func (m *metrics) cycleDone(job string, r CycleReport) {
 	m.cycles.WithLabelValues(job).Inc()
 	m.cycleDuration.WithLabelValues(job).Set(r.Duration.Seconds())
 }
 
-// Paused implements Observer.
-func (m *Metrics) Paused(job string, err error) {
+func (m *metrics) pausedFor(job string, err error) {
 	reason := "outage"
 	if errors.Is(err, payrecon.ErrConcurrentRun) {
 		reason = "concurrent_run"
@@ -98,8 +93,7 @@ func (m *Metrics) Paused(job string, err error) {
 	m.pauses.WithLabelValues(job, reason).Inc()
 }
 
-// Leased implements Observer.
-func (m *Metrics) Leased(job string, held bool) {
+func (m *metrics) setLeased(job string, held bool) {
 	v := 0.0
 	if held {
 		v = 1

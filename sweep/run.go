@@ -24,7 +24,7 @@ func (s *Sweeper) Run(ctx context.Context, progress ProgressFunc) error {
 		if !errors.Is(err, errLeaseLost) {
 			return err
 		}
-		s.Logger.Warn("sweep lease lost; waiting to take it again", "job", s.cfg.Job)
+		s.cfg.Logger.Warn("sweep lease lost; waiting to take it again", "job", s.cfg.Job)
 	}
 }
 
@@ -32,31 +32,29 @@ var errLeaseLost = errors.New("lease lost")
 
 func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 	var lease Lease
-	if s.LeaseFunc != nil {
-		s.Logger.Info("waiting for the sweep lease", "job", s.cfg.Job)
-		l, err := s.LeaseFunc(ctx, s.cfg.Job, true)
+	if s.cfg.LeaseFunc != nil {
+		s.cfg.Logger.Info("waiting for the sweep lease", "job", s.cfg.Job)
+		l, err := s.cfg.LeaseFunc(ctx, s.cfg.Job, true)
 		if err != nil {
 			return err
 		}
 		lease = l
 		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
-		s.Logger.Info("sweep lease acquired", "job", s.cfg.Job)
-		if s.Observer != nil {
-			s.Observer.Leased(s.cfg.Job, true)
-			defer s.Observer.Leased(s.cfg.Job, false)
-		}
+		s.cfg.Logger.Info("sweep lease acquired", "job", s.cfg.Job)
+		s.metrics.setLeased(s.cfg.Job, true)
+		defer s.metrics.setLeased(s.cfg.Job, false)
 	}
 	for {
-		started := s.Clock.Now()
+		started := s.cfg.Clock.Now()
 		rep := CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
 		var outage outageTracker
-		lastCheck := time.Now()
+		lastCheck := s.cfg.Clock.Now()
 		for !rep.Wrapped {
-			if lease != nil && time.Since(lastCheck) > 10*time.Second {
+			if lease != nil && s.cfg.Clock.Now().Sub(lastCheck) > 10*time.Second {
 				if err := lease.Alive(ctx); err != nil {
 					return errLeaseLost
 				}
-				lastCheck = time.Now()
+				lastCheck = s.cfg.Clock.Now()
 			}
 			err := s.step(ctx, &rep, &outage, false, progress)
 			if ctx.Err() != nil {
@@ -66,11 +64,9 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 				return err
 			}
 		}
-		rep.Duration = s.Clock.Now().Sub(started)
-		if s.Observer != nil {
-			s.Observer.CycleDone(s.cfg.Job, rep)
-		}
-		s.Logger.Info("sweep cycle complete", "job", s.cfg.Job, "rows", rep.Scanned,
+		rep.Duration = s.cfg.Clock.Now().Sub(started)
+		s.metrics.cycleDone(s.cfg.Job, rep)
+		s.cfg.Logger.Info("sweep cycle complete", "job", s.cfg.Job, "rows", rep.Scanned,
 			"duration", rep.Duration.Round(time.Millisecond), "new_findings", rep.NewFindings, "resolved", rep.Resolved)
 		if err := s.idle(ctx, started.Add(s.cfg.MinCycle), progress); err != nil {
 			if ctx.Err() != nil {
@@ -84,7 +80,7 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 // idle waits until next, running recheck batches as rows come due.
 func (s *Sweeper) idle(ctx context.Context, next time.Time, progress ProgressFunc) error {
 	for {
-		now := s.Clock.Now()
+		now := s.cfg.Clock.Now()
 		if !now.Before(next) {
 			return nil
 		}
@@ -96,10 +92,10 @@ func (s *Sweeper) idle(ctx context.Context, next time.Time, progress ProgressFun
 		if !due.IsZero() && due.Before(wake) {
 			wake = due
 		}
-		if err := s.SleepFunc(ctx, wake.Sub(now)); err != nil {
+		if err := s.cfg.SleepFunc(ctx, wake.Sub(now)); err != nil {
 			return err
 		}
-		if !due.IsZero() && !s.Clock.Now().Before(due) {
+		if !due.IsZero() && !s.cfg.Clock.Now().Before(due) {
 			b, err := s.runBatch(ctx, true)
 			if err != nil && !errors.Is(err, payrecon.ErrUnavailable) {
 				return err

@@ -143,9 +143,10 @@ func (b *testBundle) sweeper(cfg sweep.Config) *sweep.Sweeper {
 	if cfg.Mode == "" {
 		cfg.Mode = sweep.ModeRetrieve
 	}
-	s := sweep.New(b.store, b.gw, cfg)
-	s.SleepFunc = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
-	return s
+	if cfg.SleepFunc == nil {
+		cfg.SleepFunc = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
+	}
+	return sweep.New(b.store, b.gw, cfg)
 }
 
 func (b *testBundle) count(t *testing.T, sql string, args ...any) int {

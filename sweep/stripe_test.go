@@ -12,6 +12,7 @@ import (
 
 	"payrecon"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/simtest"
 	"payrecon/postgres"
 	"payrecon/stripeapi"
 	"payrecon/stripesim"
@@ -39,7 +40,7 @@ type simRow struct {
 func setupSim(t *testing.T, rows []simRow, orphans []stripesim.Intent, faults stripesim.Faults) *simBundle {
 	t.Helper()
 	b := setup(t, nil)
-	sim := stripesim.StartTest(t, stripesim.Config{Seed: 7})
+	sim := simtest.Start(t, stripesim.Config{Seed: 7})
 	ps := make([]pgtest.Payment, len(rows))
 	for i, r := range rows {
 		id := fmt.Sprintf("pi_sim_%06d", i)
@@ -69,9 +70,10 @@ func setupSim(t *testing.T, rows []simRow, orphans []stripesim.Intent, faults st
 }
 
 func (b *simBundle) sweeper(cfg sweep.Config) *sweep.Sweeper {
-	s := sweep.New(b.store, b.gw, cfg)
-	s.SleepFunc = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
-	return s
+	if cfg.SleepFunc == nil {
+		cfg.SleepFunc = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
+	}
+	return sweep.New(b.store, b.gw, cfg)
 }
 
 func simpleRows(n int, drift func(i int) (payrecon.LocalStatus, payrecon.StripeStatus)) []simRow {
@@ -244,10 +246,9 @@ func TestHalfOfCallsFailingStorm(t *testing.T) {
 func TestRateLimitSlowsTheLimiterAndSweepCompletes(t *testing.T) {
 	t.Parallel()
 	b := setupSim(t, simpleRows(300, nil), nil, stripesim.Faults{RateLimit: stripesim.RateLimit{PerSecond: 200, Burst: 5}})
-	s := b.sweeper(sweep.Config{Batch: 100, Concurrency: 8, Mode: sweep.ModeRetrieve,
-		RecheckBackoff: time.Millisecond, RecheckBackoffMax: 10 * time.Millisecond})
 	lim := sweep.NewLimiter(2000)
-	s.Limiter = lim
+	s := b.sweeper(sweep.Config{Batch: 100, Concurrency: 8, Mode: sweep.ModeRetrieve,
+		RecheckBackoff: time.Millisecond, RecheckBackoffMax: 10 * time.Millisecond, Limiter: lim})
 	lowest := lim.Limit()
 	rep, err := s.RunCycle(context.Background(), func(sweep.BatchReport, sweep.CycleReport) {
 		lowest = min(lowest, lim.Limit())

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"payrecon"
@@ -32,7 +33,10 @@ import (
 // DefaultJob is the seed's job name.
 const DefaultJob = "payments-vs-stripe"
 
-// Config tunes a sweeper. Zero fields take the defaults of DefaultConfig.
+// Config tunes a sweeper and gives it its dependencies. Zero fields take
+// the defaults of DefaultConfig; where a zero has no sensible meaning of its
+// own but "off" does (Grace, MinCycle, RecheckWait), a negative value turns
+// the feature off.
 type Config struct {
 	// Job names the cursor (and the lease).
 	Job string
@@ -66,11 +70,11 @@ type Config struct {
 	OutagePauseMax time.Duration
 	MaxOutage      time.Duration
 	// RecheckWait: after the wrap, RunCycle keeps rechecking unverifiable
-	// rows as they come due for at most this long.
+	// rows as they come due for at most this long (negative: not at all).
 	RecheckWait time.Duration
 	// MinCycle: the continuous sweep (Run) starts a new cycle no sooner than
 	// this after the last one started; it sleeps only when a cycle completes
-	// early, rechecking due rows meanwhile.
+	// early, rechecking due rows meanwhile (negative: no minimum).
 	MinCycle time.Duration
 	// StopGrace: when the context of Run or RunCycle ends, the batch in
 	// progress gets this long to finish and commit before it is abandoned
@@ -79,6 +83,21 @@ type Config struct {
 	// WaitForLease makes RunCycle wait for another holder of the job's lease
 	// instead of failing with payrecon.ErrLeaseHeld.
 	WaitForLease bool
+
+	// Limiter is the shared Stripe rate budget; nil means unlimited.
+	Limiter *Limiter
+	// Clock gives every time the sweep writes and measures; nil means
+	// payrecon.SystemClock.
+	Clock payrecon.Clock
+	// Logger receives progress and warnings; nil discards them.
+	Logger *slog.Logger
+	// LeaseFunc, when set, makes RunCycle and Run hold the job's lease.
+	LeaseFunc LeaseFunc
+	// SleepFunc waits (outage pauses, recheck waits, idle time between
+	// cycles); nil means payrecon.Sleep. Tests advance a fake clock in it.
+	SleepFunc func(ctx context.Context, d time.Duration) error
+	// Registerer receives the sweep's metrics; nil leaves them unregistered.
+	Registerer prometheus.Registerer
 }
 
 // DefaultConfig returns the defaults.
@@ -150,11 +169,22 @@ func (c Config) withDefaults() Config {
 	if c.StopGrace <= 0 {
 		c.StopGrace = d.StopGrace
 	}
-	if c.MinCycle < 0 {
-		c.MinCycle = 0
+	if c.MinCycle == 0 {
+		c.MinCycle = d.MinCycle
 	}
-	if c.RecheckWait < 0 {
-		c.RecheckWait = 0
+	c.MinCycle = max(c.MinCycle, 0)
+	if c.RecheckWait == 0 {
+		c.RecheckWait = d.RecheckWait
+	}
+	c.RecheckWait = max(c.RecheckWait, 0)
+	if c.Clock == nil {
+		c.Clock = payrecon.SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.SleepFunc == nil {
+		c.SleepFunc = payrecon.Sleep
 	}
 	return c
 }
@@ -189,41 +219,17 @@ type Sweeper struct {
 	store   payrecon.SweepStore
 	gateway payrecon.Gateway
 	cfg     Config
-	// Limiter is the shared rate budget; nil means unlimited.
-	Limiter *Limiter
-	// Clock gives the time written to the database.
-	Clock payrecon.Clock
-	// Logger receives progress and warnings.
-	Logger *slog.Logger
-	// LeaseFunc, when set, makes RunCycle hold the job's lease.
-	LeaseFunc LeaseFunc
-	// SleepFunc waits (outage pauses, recheck waits); tests replace it.
-	SleepFunc func(ctx context.Context, d time.Duration) error
-	// Observer, when set, is told about every batch (metrics).
-	Observer Observer
+	metrics *metrics
 
 	cache listCache
 }
 
-// Observer receives what a sweeper does, for metrics.
-type Observer interface {
-	BatchDone(job string, r BatchReport, d time.Duration)
-	CycleDone(job string, r CycleReport)
-	Paused(job string, err error)
-	// Leased says whether this process now holds the job's lease.
-	Leased(job string, held bool)
-}
-
-// New returns a sweeper. cfg's zero fields take the defaults.
+// New returns a sweeper. cfg's zero fields take the defaults; its metrics
+// are registered with cfg.Registerer (so one Registerer takes one sweeper
+// per job: the metrics carry the job as a label).
 func New(store payrecon.SweepStore, gateway payrecon.Gateway, cfg Config) *Sweeper {
-	return &Sweeper{
-		store:     store,
-		gateway:   gateway,
-		cfg:       cfg.withDefaults(),
-		Clock:     payrecon.SystemClock{},
-		Logger:    slog.New(slog.DiscardHandler),
-		SleepFunc: payrecon.Sleep,
-	}
+	cfg = cfg.withDefaults()
+	return &Sweeper{store: store, gateway: gateway, cfg: cfg, metrics: newMetrics(cfg.Registerer)}
 }
 
 // Config returns the effective configuration.
@@ -290,9 +296,9 @@ func (s *Sweeper) RunBatch(ctx context.Context) (BatchReport, error) {
 }
 
 func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport, error) {
-	start := time.Now()
+	now := s.cfg.Clock.Now()
+	start := now
 	rep := BatchReport{Counts: map[payrecon.Verdict]int{}}
-	now := s.Clock.Now()
 	limit := s.cfg.Batch
 	if rechecksOnly {
 		limit = 0
@@ -340,8 +346,8 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		Checks:  checks,
 		Orphans: orphans,
 		Grace:   max(s.cfg.Grace, 0),
-		Now:     s.Clock.Now(),
-		Busy:    time.Since(start),
+		Now:     s.cfg.Clock.Now(),
+		Busy:    s.cfg.Clock.Now().Sub(start),
 	}
 	if len(rows) > 0 {
 		commit.To = rows[len(rows)-1].ID
@@ -365,9 +371,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 	if commit.Advance {
 		rep.Cursor = commit.To
 	}
-	if s.Observer != nil {
-		s.Observer.BatchDone(s.cfg.Job, rep, time.Since(start))
-	}
+	s.metrics.batchDone(s.cfg.Job, rep, s.cfg.Clock.Now().Sub(start))
 	return rep, nil
 }
 
@@ -413,7 +417,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 		if s.cfg.Grace > 0 && row.UpdatedAt.After(now.Add(-s.cfg.Grace)) {
 			checks[i].Decision = payrecon.Decision{Verdict: payrecon.InFlight,
 				Reason: "changed locally within the grace window; a webhook is probably on its way"}
-			checks[i].RecheckAt = row.UpdatedAt.Add(s.cfg.Grace)
+			checks[i].RecheckAt, checks[i].RecheckReason = row.UpdatedAt.Add(s.cfg.Grace), payrecon.RecheckGrace
 			continue
 		}
 		need = append(need, i)
@@ -438,7 +442,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 			return nil, nil, calls, ctx.Err()
 		default:
 			// Retrieve every row instead; if Stripe is down, that says so row by row.
-			s.Logger.Warn("listing failed; retrieving the batch one by one", "job", s.cfg.Job, "error", err)
+			s.cfg.Logger.Warn("listing failed; retrieving the batch one by one", "job", s.cfg.Job, "error", err)
 			listed, orphans = nil, nil
 		}
 	}
@@ -466,8 +470,8 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 }
 
 func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time) error {
-	if s.Limiter != nil {
-		if err := s.Limiter.Wait(ctx); err != nil {
+	if s.cfg.Limiter != nil {
+		if err := s.cfg.Limiter.Wait(ctx); err != nil {
 			return err
 		}
 	}
@@ -497,8 +501,8 @@ func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time
 }
 
 func (s *Sweeper) limiterSuccess() {
-	if s.Limiter != nil {
-		s.Limiter.OnSuccess()
+	if s.cfg.Limiter != nil {
+		s.cfg.Limiter.OnSuccess()
 	}
 }
 
@@ -510,7 +514,7 @@ func (s *Sweeper) unverifiable(c *payrecon.Check, now time.Time, err error) {
 	for i := 0; i < c.Row.Rechecks && backoff < s.cfg.RecheckBackoffMax; i++ {
 		backoff *= 2
 	}
-	c.RecheckAt = now.Add(min(backoff, s.cfg.RecheckBackoffMax))
+	c.RecheckAt, c.RecheckReason = now.Add(min(backoff, s.cfg.RecheckBackoffMax)), payrecon.RecheckUnverifiable
 }
 
 // runBatchGracefully runs one batch that survives the end of ctx for up to
@@ -537,7 +541,7 @@ func (s *Sweeper) runBatchGracefully(ctx context.Context, rechecksOnly bool) (Ba
 // It is `payrecon findings recheck`.
 func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (BatchReport, []payrecon.Check, error) {
 	rep := BatchReport{Counts: map[payrecon.Verdict]int{}, Rechecked: len(rows)}
-	now := s.Clock.Now()
+	now := s.cfg.Clock.Now()
 	checks := make([]payrecon.Check, len(rows))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.Concurrency)
@@ -549,7 +553,7 @@ func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (Batc
 		return rep, nil, err
 	}
 	rep.StripeCalls = len(rows)
-	res, err := s.store.CommitBatch(ctx, payrecon.BatchCommit{Job: s.cfg.Job, Checks: checks, Grace: max(s.cfg.Grace, 0), Now: s.Clock.Now()})
+	res, err := s.store.CommitBatch(ctx, payrecon.BatchCommit{Job: s.cfg.Job, Checks: checks, Grace: max(s.cfg.Grace, 0), Now: s.cfg.Clock.Now()})
 	if err != nil {
 		return rep, nil, err
 	}

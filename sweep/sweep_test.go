@@ -3,6 +3,7 @@ package sweep_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"payrecon"
+	"payrecon/internal/testkit"
 	"payrecon/postgres"
 	"payrecon/sweep"
 )
@@ -121,11 +123,10 @@ func TestUnverifiableRowsAreRecheckedSoon(t *testing.T) {
 	rows[4] = row{payrecon.StatusPending, payrecon.IntentSucceeded}
 	b := setup(t, rows)
 	b.gw.fail("pi_00005", &payrecon.UnavailableError{StatusCode: 500, Err: errors.New("boom")})
-	s := b.sweeper(sweep.Config{Batch: 100, RecheckBackoff: time.Millisecond})
-	s.SleepFunc = func(ctx context.Context, d time.Duration) error {
+	s := b.sweeper(sweep.Config{Batch: 100, RecheckBackoff: time.Millisecond, SleepFunc: func(ctx context.Context, d time.Duration) error {
 		b.gw.fail("pi_00005", nil) // Stripe recovers while we wait
 		return nil
-	}
+	}})
 	rep, err := s.RunCycle(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -329,7 +330,17 @@ func TestSystemicFailurePausesWithoutAdvancing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, uniform(100))
 	b.gw.failAll(&payrecon.UnavailableError{StatusCode: 503, Err: errors.New("down")})
-	s := b.sweeper(sweep.Config{Batch: 50, MaxOutage: 20 * time.Millisecond})
+	// The outage is measured on the injected clock: each pause advances it
+	// by exactly the pause, so the give-up point is deterministic.
+	clock := testkit.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	start := clock.Now()
+	var slept []time.Duration
+	s := b.sweeper(sweep.Config{Batch: 50, MaxOutage: 5 * time.Minute, Clock: clock,
+		SleepFunc: func(ctx context.Context, d time.Duration) error {
+			slept = append(slept, d)
+			clock.Advance(d)
+			return ctx.Err()
+		}})
 	_, err := s.RunBatch(context.Background())
 	var sys *sweep.SystemicFailureError
 	if !errors.As(err, &sys) || sys.Failed != 50 {
@@ -345,8 +356,15 @@ func TestSystemicFailurePausesWithoutAdvancing(t *testing.T) {
 	if !errors.Is(err, sweep.ErrOutage) {
 		t.Fatalf("RunCycle err = %v, want ErrOutage", err)
 	}
-	if rep.Pauses == 0 {
-		t.Error("no pause recorded")
+	// Pauses of 1 s doubling to the 1 min cap: 1+2+4+8+16+32+60+60+60+60 s
+	// is 303 s, the first sum past 5 minutes.
+	want := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second,
+		32 * time.Second, time.Minute, time.Minute, time.Minute, time.Minute}
+	if rep.Pauses != len(want) || !slices.Equal(slept, want) {
+		t.Errorf("%d pauses %v, want %v", rep.Pauses, slept, want)
+	}
+	if elapsed := clock.Now().Sub(start); elapsed < 5*time.Minute || elapsed > 6*time.Minute {
+		t.Errorf("gave up after %s of outage, want just past 5m", elapsed)
 	}
 	if n := b.count(t, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NOT NULL"); n != 0 {
 		t.Errorf("%d rows verified during an outage", n)
@@ -357,15 +375,14 @@ func TestSweepResumesAfterOutage(t *testing.T) {
 	t.Parallel()
 	b := setup(t, uniform(100))
 	b.gw.failAll(&payrecon.UnavailableError{StatusCode: 503, Err: errors.New("down")})
-	s := b.sweeper(sweep.Config{Batch: 50})
 	pauses := 0
-	s.SleepFunc = func(ctx context.Context, d time.Duration) error {
+	s := b.sweeper(sweep.Config{Batch: 50, SleepFunc: func(ctx context.Context, d time.Duration) error {
 		pauses++
 		if pauses == 3 {
 			b.gw.failAll(nil)
 		}
 		return nil
-	}
+	}})
 	rep, err := s.RunCycle(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)

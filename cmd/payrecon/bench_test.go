@@ -11,6 +11,7 @@ import (
 
 	"payrecon"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/simtest"
 	"payrecon/stripesim"
 )
 
@@ -37,7 +38,7 @@ func BenchmarkScanPeakMemory(b *testing.B) {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) {
 			url := pgtest.NewURL(b)
 			pool := pgtestPoolB(b, url)
-			sim := stripesim.StartTest(b, stripesim.Config{Seed: 1})
+			sim := simtest.Start(b, stripesim.Config{Seed: 1})
 			base := time.Now().Add(-time.Duration(n+3600) * time.Second).Truncate(time.Second)
 			id := func(i int) string { return fmt.Sprintf("pi_mem_%08d", i) }
 			if err := sim.Seed(n, func(i int) stripesim.Intent {

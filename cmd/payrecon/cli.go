@@ -16,6 +16,7 @@ import (
 
 	"payrecon"
 	"payrecon/postgres"
+	"payrecon/relay"
 	"payrecon/stripeapi"
 )
 
@@ -264,4 +265,27 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// insertOnlyRelay is a relay that only inserts delivery jobs and reads their
+// state: the commands that queue repairs or show them, while a running
+// `payrecon run` (or `relay`) applies them.
+func (a *app) insertOnlyRelay(pool *pgxpool.Pool) (*relay.Relay, error) {
+	rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{InsertOnly: true, Logger: a.logger.With("component", "relay")})
+	if err != nil {
+		return nil, fmt.Errorf("repair delivery: %w", err)
+	}
+	return rl, nil
+}
+
+// sweepStore is the sweep's store whose repair commands get their River
+// delivery job in the batch's own transaction.
+func (a *app) sweepStore(pool *pgxpool.Pool) (*postgres.Store, error) {
+	rl, err := a.insertOnlyRelay(pool)
+	if err != nil {
+		return nil, err
+	}
+	store := postgres.NewStore(pool)
+	store.EnqueueFunc = rl.EnqueueFunc()
+	return store, nil
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"payrecon"
+	"payrecon/internal/redact"
 	"payrecon/postgres"
 )
 
@@ -85,7 +86,7 @@ type configCmd struct {
 
 func (c *configCmd) Run(a *app) error {
 	cfg := []struct{ Key, Source, Value string }{
-		{"database_url", "DATABASE_URL / --database-url", redactURL(a.cli.DatabaseURL)},
+		{"database_url", "DATABASE_URL / --database-url", redact.URL(a.cli.DatabaseURL)},
 		{"stripe_secret_key", "STRIPE_SECRET_KEY / --stripe-secret-key", redactSecret(c.StripeSecretKey)},
 		{"stripe_api_base", "STRIPE_API_BASE / --stripe-api-base", orDefault(c.StripeAPIBase, "https://api.stripe.com")},
 		{"stripe_timeout", "--stripe-timeout", c.StripeTimeout.String()},

@@ -7,8 +7,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"payrecon"
 	"payrecon/postgres"
 	"payrecon/relay"
@@ -115,14 +113,7 @@ type findingDetail struct {
 	Finding  postgres.Finding        `json:"finding"`
 	Payment  *postgres.PaymentDetail `json:"payment,omitempty"`
 	Repair   *relay.Delivery         `json:"repair,omitempty"`
-	Webhooks []webhookEvent          `json:"webhook_events"`
-}
-
-type webhookEvent struct {
-	EventID    string    `json:"event_id"`
-	EventType  string    `json:"event_type"`
-	ReceivedAt time.Time `json:"received_at"`
-	Outcome    string    `json:"outcome"`
+	Webhooks []postgres.IntentEvent  `json:"webhook_events"`
 }
 
 func (c *findingsShowCmd) Run(a *app) error {
@@ -136,7 +127,7 @@ func (c *findingsShowCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	d := findingDetail{Finding: f, Webhooks: []webhookEvent{}}
+	d := findingDetail{Finding: f}
 	if f.PaymentID != nil {
 		p, err := repo.Payment(a.ctx, *f.PaymentID)
 		if err != nil {
@@ -150,7 +141,7 @@ func (c *findingsShowCmd) Run(a *app) error {
 	if oid, err := repo.RepairCommandFor(a.ctx, f.ID); err != nil {
 		return err
 	} else if oid != 0 {
-		rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{InsertOnly: true, Logger: a.logger})
+		rl, err := a.insertOnlyRelay(pool)
 		if err != nil {
 			return err
 		}
@@ -160,7 +151,7 @@ func (c *findingsShowCmd) Run(a *app) error {
 		}
 		d.Repair = &del
 	}
-	if d.Webhooks, err = webhookEventsFor(a, pool, f.IntentID); err != nil {
+	if d.Webhooks, err = repo.IntentEvents(a.ctx, f.IntentID, 50); err != nil {
 		return err
 	}
 	if c.JSON {
@@ -177,27 +168,6 @@ func getFinding(a *app, repo *postgres.Findings, id int64) (postgres.Finding, er
 		return f, fmt.Errorf("no finding %d (see payrecon findings list)", id)
 	}
 	return f, err
-}
-
-func webhookEventsFor(a *app, pool *pgxpool.Pool, intent string) ([]webhookEvent, error) {
-	out := []webhookEvent{}
-	if intent == "" {
-		return out, nil
-	}
-	rows, err := pool.Query(a.ctx, `SELECT event_id, event_type, received_at, outcome FROM stripe_webhook_events
-		WHERE payment_intent_id = $1 ORDER BY received_at LIMIT 50`, intent)
-	if err != nil {
-		return nil, fmt.Errorf("webhook events of %s: %w", intent, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var e webhookEvent
-		if err := rows.Scan(&e.EventID, &e.EventType, &e.ReceivedAt, &e.Outcome); err != nil {
-			return nil, fmt.Errorf("webhook events of %s: %w", intent, err)
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
 }
 
 func printFinding(a *app, d findingDetail) {
@@ -317,17 +287,15 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	store := postgres.NewStore(pool)
-	rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{InsertOnly: true, Logger: a.logger})
+	store, err := a.sweepStore(pool)
 	if err != nil {
 		return err
 	}
-	store.EnqueueFunc = rl.EnqueueFunc()
 	paymentID := int64(0)
 	if f.PaymentID != nil {
 		paymentID = *f.PaymentID
-	} else if err := pool.QueryRow(a.ctx, "SELECT coalesce((SELECT id FROM payments WHERE stripe_payment_intent_id = $1), 0)", f.IntentID).Scan(&paymentID); err != nil {
-		return fmt.Errorf("look up the local row of %s: %w", f.IntentID, err)
+	} else if paymentID, err = repo.PaymentIDByIntent(a.ctx, f.IntentID); err != nil {
+		return err
 	}
 	if paymentID == 0 { // missing_locally, still no local row: what does Stripe say now?
 		in, err := gw.RetrieveIntent(a.ctx, f.IntentID)
@@ -350,8 +318,7 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	s := sweep.New(store, gw, sweep.Config{Job: c.Job})
-	s.Logger = a.logger
+	s := sweep.New(store, gw, sweep.Config{Job: c.Job, Logger: a.logger})
 	_, checks, err := s.Recheck(a.ctx, []payrecon.PaymentRow{row})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"payrecon/internal/redact"
 	"payrecon/relay"
 	"payrecon/service"
 	"payrecon/stripeapi"
@@ -17,7 +18,7 @@ type runCmd struct {
 	consoleFlags
 	WebhookSecret string        `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
 	HTTPAddr      string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address: POST /webhooks/stripe, /healthz and /readyz, nothing else."`
-	MinCycle      time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early)."`
+	MinCycle      time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum."`
 	Workers       int           `default:"20" help:"Repair commands applied at once."`
 	MaxAttempts   int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
 	RescueAfter   time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River hands it to another (each attempt is cut off at a third of this)."`
@@ -28,7 +29,14 @@ func (c *runCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	cfg.MinCycle = c.MinCycle
+	switch {
+	case c.MinCycle < 0:
+		return usageError{fmt.Errorf("--min-cycle must not be negative, got %s (0 means no minimum)", c.MinCycle)}
+	case c.MinCycle == 0:
+		cfg.MinCycle = -1 // no minimum (a zero Config field would mean the default)
+	default:
+		cfg.MinCycle = c.MinCycle
+	}
 	if c.RescueAfter < 3*time.Second {
 		return usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
 	}
@@ -39,7 +47,7 @@ func (c *runCmd) Run(a *app) error {
 	if err := service.CheckAdminExposure(c.AdminAddr, password != ""); err != nil {
 		return configError{err}
 	}
-	a.logger.Info("configuration", "database_url", redactURL(a.cli.DatabaseURL),
+	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
 		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", orDefault(c.StripeAPIBase, "https://api.stripe.com"),
 		"stripe_webhook_secret", redactSecretList(c.WebhookSecret), "http_addr", c.HTTPAddr,
 		"admin_addr", c.AdminAddr, "console_password", c.consoleFlags.describe(), "job", cfg.Job,

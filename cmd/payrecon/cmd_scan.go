@@ -13,7 +13,6 @@ import (
 
 	"payrecon"
 	"payrecon/postgres"
-	"payrecon/relay"
 	"payrecon/sweep"
 )
 
@@ -92,18 +91,12 @@ func (c *scanCmd) Run(a *app) error {
 	if err := a.checkStripe(gw); err != nil {
 		return err
 	}
-	store := postgres.NewStore(pool)
-	// Repair commands get their River delivery job in the batch's own
-	// transaction, so a running `payrecon run` (or `relay`) applies them.
-	rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{InsertOnly: true, Logger: a.logger.With("component", "relay")})
+	store, err := a.sweepStore(pool)
 	if err != nil {
 		return err
 	}
-	store.EnqueueFunc = rl.EnqueueFunc()
+	cfg.Limiter, cfg.Logger, cfg.LeaseFunc = limiter, a.logger.With("component", "sweep"), leaseFunc(pool)
 	s := sweep.New(store, gw, cfg)
-	s.Limiter = limiter
-	s.Logger = a.logger.With("component", "sweep")
-	s.LeaseFunc = leaseFunc(pool)
 
 	if !c.Once {
 		a.logger.Info("sweeping continuously; stop with Ctrl-C", "job", cfg.Job, "rps", c.RPS)
@@ -169,9 +162,9 @@ type progress struct {
 
 func (a *app) newProgress(pool *pgxpool.Pool, job string) *progress {
 	pr := &progress{a: a, lastLog: time.Now()}
-	// Rows ahead of the cursor: what this cycle has left to do.
-	_ = pool.QueryRow(a.ctx, `SELECT count(*) FROM payments
-		WHERE id > coalesce((SELECT last_id FROM reconciliation_cursor WHERE job = $1), 0)`, job).Scan(&pr.total)
+	// Rows ahead of the cursor: what this cycle has left to do. Without the
+	// figure the bar still counts; the sweep itself reports any real fault.
+	pr.total, _ = postgres.NewStore(pool).RowsAhead(a.ctx, job)
 	if isTerminal(a.stderr) {
 		pr.p = mpb.NewWithContext(a.ctx, mpb.WithOutput(a.stderr), mpb.WithWidth(48))
 		pr.bar = pr.p.AddBar(pr.total,

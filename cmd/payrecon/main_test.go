@@ -11,6 +11,7 @@ import (
 
 	"payrecon"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/simtest"
 	"payrecon/stripesim"
 )
 
@@ -43,7 +44,7 @@ type cliBundle struct {
 func setup(t *testing.T) *cliBundle {
 	t.Helper()
 	url := pgtest.NewURL(t)
-	sim := stripesim.StartTest(t, stripesim.Config{})
+	sim := simtest.Start(t, stripesim.Config{})
 	return &cliBundle{
 		url: url,
 		sim: sim,

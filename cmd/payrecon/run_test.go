@@ -23,6 +23,7 @@ import (
 	"payrecon"
 	"payrecon/internal/pgtest"
 	"payrecon/internal/testkit"
+	"payrecon/postgres"
 	"payrecon/stripesim"
 )
 
@@ -261,12 +262,13 @@ func (p *proc) wait(t *testing.T, timeout time.Duration) (int, bool) {
 
 func leaseHolderPID(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
-	var app string
-	err := pool.QueryRow(context.Background(), `SELECT coalesce((SELECT a.application_name FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-		WHERE l.locktype = 'advisory' AND l.granted AND a.application_name LIKE 'payrecon run%' LIMIT 1), '')`).Scan(&app)
-	if err != nil || app == "" {
+	// The holder of the lease in this test's own database: other payrecon
+	// processes on the same server hold leases of their own.
+	h, err := postgres.LeaseHolderOf(context.Background(), pool, "payments-vs-stripe")
+	if err != nil || h == nil || !strings.HasPrefix(h.ApplicationName, "payrecon run") {
 		return 0
 	}
+	app := h.ApplicationName
 	var pid int
 	if i := strings.LastIndex(app, "pid "); i >= 0 {
 		fmt.Sscanf(app[i+4:], "%d", &pid)

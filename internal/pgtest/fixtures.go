@@ -3,8 +3,11 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"payrecon/internal/sqlq"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -86,5 +89,31 @@ func Exec(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// CheckQueries prepares every statement of set on the test's database, so
+// that a statement that no longer matches the schema, or does not parse,
+// fails a test instead of a request.
+func CheckQueries(t testing.TB, pool *pgxpool.Pool, set sqlq.Set) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, name := range set.Names() {
+		sql, _, err := pgx.NamedArgs{}.RewriteQuery(ctx, conn.Conn(), set.Get(name), nil)
+		if err != nil {
+			t.Errorf("query %s: %v", name, err)
+			continue
+		}
+		if strings.Count(strings.TrimSuffix(strings.TrimSpace(sql), ";"), ";") > 0 {
+			continue // several simple statements (SET …; SET …): cannot be prepared
+		}
+		if _, err := conn.Conn().Prepare(ctx, "", sql); err != nil {
+			t.Errorf("query %s does not prepare: %v", name, err)
+		}
 	}
 }

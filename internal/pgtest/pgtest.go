@@ -10,13 +10,10 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -25,9 +22,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"payrecon/internal/pgadmin"
+	"payrecon/internal/redact"
 	"payrecon/postgres"
 )
 
@@ -74,46 +72,18 @@ func NewURL(t testing.TB) string {
 	if templateErr != nil {
 		t.Fatalf("test database template: %v", templateErr)
 	}
-	name := "payrecon_test_" + randomSuffix()
-	if err := adminExec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY",
-		pgx.Identifier{name}.Sanitize(), pgx.Identifier{templateName}.Sanitize())); err != nil {
+	name := pgadmin.RandomName("payrecon_test_")
+	if err := pgadmin.CreateDatabase(ctx, AdminURL(), name, templateName); err != nil {
 		t.Fatalf("clone test database: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := adminExec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		if err := pgadmin.DropDatabase(ctx, AdminURL(), name); err != nil {
 			t.Errorf("drop test database %s: %v", name, err)
 		}
 	})
-	return withDatabase(AdminURL(), name)
-}
-
-// adminExec runs one statement on the maintenance database. Test packages
-// run side by side and some start whole payrecon processes: when the server
-// is momentarily out of connections (SQLSTATE 53300), it waits and tries
-// again rather than failing an unrelated test.
-func adminExec(ctx context.Context, sql string) error {
-	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		err := func() error {
-			c, err := pgx.Connect(ctx, AdminURL())
-			if err != nil {
-				return fmt.Errorf("connect to PostgreSQL at %s: %w", redact(AdminURL()), err)
-			}
-			defer c.Close(context.WithoutCancel(ctx))
-			_, err = c.Exec(ctx, sql)
-			return err
-		}()
-		var pgErr *pgconn.PgError
-		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "53300" {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(wait):
-		}
-	}
+	return mustWithDatabase(name)
 }
 
 func ensureTemplate(ctx context.Context) (string, error) {
@@ -124,7 +94,7 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	name := "payrecon_tmpl_" + sum[:12]
 	admin, err := pgx.Connect(ctx, AdminURL())
 	if err != nil {
-		return "", fmt.Errorf("connect to PostgreSQL at %s (set DATABASE_URL, or run scripts/test): %w", redact(AdminURL()), err)
+		return "", fmt.Errorf("connect to PostgreSQL at %s (set DATABASE_URL, or run scripts/test): %w", redact.URL(AdminURL()), err)
 	}
 	defer admin.Close(ctx)
 	// One builder at a time across all test processes.
@@ -152,7 +122,7 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return "", fmt.Errorf("create template: %w", err)
 	}
-	pool, err := pgxpool.New(ctx, withDatabase(AdminURL(), name))
+	pool, err := pgxpool.New(ctx, mustWithDatabase(name))
 	if err != nil {
 		return "", fmt.Errorf("connect template: %w", err)
 	}
@@ -189,28 +159,11 @@ func migrationsHash() (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func withDatabase(raw, db string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		// A keyword/value DSN: a later dbname wins.
-		return raw + " dbname=" + db
-	}
-	u.Path = "/" + db
-	return u.String()
-}
-
-func redact(raw string) string {
-	u, err := url.Parse(raw)
+// mustWithDatabase is the URL of database name on the test server.
+func mustWithDatabase(name string) string {
+	u, err := pgadmin.WithDatabase(AdminURL(), name)
 	if err != nil {
-		return raw
+		panic(fmt.Sprintf("pgtest: DATABASE_URL: %v", err))
 	}
-	return u.Redacted()
-}
-
-func randomSuffix() string {
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
+	return u
 }

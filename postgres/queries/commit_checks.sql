@@ -11,17 +11,29 @@
 --                finding only;
 --   rechecks     unverifiable, grace-window and changed rows are queued for
 --                an early recheck; verified rows leave the queue.
+-- Parameters:
+--   @checks      the batch's rows, a JSON array of objects (postgres.checkRow):
+--                payment_id, version, intent_id, local_status, observed
+--                (NULL: Stripe not read), verdict, kind, command, reason,
+--                heals (the row is in sync: its open findings heal),
+--                recheck_at and recheck_reason (queue it), err
+--   @job, @now   the sweep job, the batch's time
+--   @grace       how long a row that changed during its check waits
+--   @not_found   the observation of a 404 (stored, but never as a finding's
+--                external status)
+--   @healed, @superseded   resolutions
+--   @changed     the recheck reason of a row that changed during its check
 WITH input AS (
     SELECT *
-      FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[],
-                  $6::text[], $7::text[], $8::text[], $9::text[], $10::timestamptz[], $11::text[])
-           AS t(payment_id, version, intent_id, local_status, observed,
-                verdict, kind, command, reason, recheck_at, err)
+      FROM json_to_recordset(@checks::json) AS t(
+           payment_id bigint, version bigint, intent_id text, local_status text, observed text,
+           verdict text, kind text, command text, reason text, heals boolean,
+           recheck_at timestamptz, recheck_reason text, err text)
 ),
 verified AS (
     UPDATE payments p
        SET observed_external_status = i.observed,
-           last_reconciled_at = $13
+           last_reconciled_at = @now
       FROM input i
      WHERE p.id = i.payment_id
        AND i.observed IS NOT NULL
@@ -34,7 +46,7 @@ new_findings AS (
            (payment_id, stripe_payment_intent_id, kind, verdict, local_status, external_status,
             repair_command, reason, job, detected_at)
     SELECT i.payment_id, i.intent_id, i.kind, i.verdict, i.local_status,
-           nullif(i.observed, '(not_found)'), i.command, i.reason, $12, $13
+           nullif(i.observed, @not_found), i.command, i.reason, @job, @now
       FROM input i
       JOIN verified v ON v.id = i.payment_id
      WHERE i.kind IS NOT NULL
@@ -43,15 +55,15 @@ new_findings AS (
 ),
 resolved AS (
     UPDATE reconciliation_findings f
-       SET resolved_at = $13,
-           resolution = CASE WHEN i.kind IS NULL THEN 'healed' ELSE 'superseded' END,
-           resolved_by = 'sweep:' || $12,
+       SET resolved_at = @now,
+           resolution = CASE WHEN i.kind IS NULL THEN @healed ELSE @superseded END,
+           resolved_by = 'sweep:' || @job,
            resolution_note = 'seen as ' || i.verdict || ' (' || i.local_status || ' / ' || i.observed || ')'
       FROM input i
       JOIN verified v ON v.id = i.payment_id
      WHERE f.payment_id = i.payment_id
        AND f.resolved_at IS NULL
-       AND (i.verdict = 'in_sync' OR (i.kind IS NOT NULL AND f.kind <> i.kind))
+       AND (i.heals OR (i.kind IS NOT NULL AND f.kind <> i.kind))
     RETURNING f.id, f.kind
 ),
 commands AS (
@@ -62,7 +74,7 @@ commands AS (
                               'expected_local_status', i.local_status,
                               'stripe_payment_intent_id', i.intent_id,
                               'observed_external_status', i.observed),
-           $13
+           @now
       FROM new_findings nf
       JOIN input i ON i.payment_id = nf.payment_id
      WHERE nf.repair_command IS NOT NULL
@@ -70,7 +82,7 @@ commands AS (
     RETURNING id
 ),
 stale AS (
-    SELECT i.payment_id, i.reason
+    SELECT i.payment_id
       FROM input i
      WHERE i.observed IS NOT NULL
        AND NOT EXISTS (SELECT 1 FROM verified v WHERE v.id = i.payment_id)
@@ -78,18 +90,16 @@ stale AS (
 recheck_done AS (
     DELETE FROM reconciliation_recheck r
      USING verified v
-     WHERE r.job = $12 AND r.payment_id = v.id
+     WHERE r.job = @job AND r.payment_id = v.id
     RETURNING r.payment_id
 ),
 recheck_add AS (
     INSERT INTO reconciliation_recheck AS r (job, payment_id, reason, attempts, due_at, last_error)
-    SELECT $12, i.payment_id,
-           CASE WHEN i.verdict = 'unverifiable' THEN 'unverifiable' ELSE 'grace' END,
-           1, i.recheck_at, i.err
+    SELECT @job, i.payment_id, i.recheck_reason, 1, i.recheck_at, i.err
       FROM input i
      WHERE i.recheck_at IS NOT NULL AND i.observed IS NULL
     UNION ALL
-    SELECT $12, s.payment_id, 'changed', 1, $13 + $14::interval, 'row changed while it was checked'
+    SELECT @job, s.payment_id, @changed, 1, @now::timestamptz + @grace::interval, 'row changed while it was checked'
       FROM stale s
         ON CONFLICT (job, payment_id) DO UPDATE
        SET reason = EXCLUDED.reason,
@@ -98,10 +108,8 @@ recheck_add AS (
            last_error = EXCLUDED.last_error
     RETURNING r.payment_id
 )
-SELECT (SELECT count(*) FROM verified)::int,
-       (SELECT coalesce(array_agg(payment_id ORDER BY payment_id), '{}') FROM stale),
-       (SELECT coalesce(array_agg(kind), '{}') FROM new_findings),
-       (SELECT coalesce(array_agg(kind), '{}') FROM resolved),
-       (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM commands),
-       (SELECT count(*) FROM recheck_done)::int,
-       (SELECT count(*) FROM recheck_add)::int
+SELECT (SELECT count(*) FROM verified)::int                                       AS verified,
+       (SELECT coalesce(array_agg(payment_id ORDER BY payment_id), '{}') FROM stale) AS stale,
+       (SELECT coalesce(array_agg(kind), '{}') FROM new_findings)                   AS opened,
+       (SELECT coalesce(array_agg(kind), '{}') FROM resolved)                       AS resolved,
+       (SELECT coalesce(array_agg(id ORDER BY id), '{}') FROM commands)             AS commands

@@ -1,4 +1,5 @@
 -- Create the job's cursor on first use.
+--   @job, @now
 INSERT INTO reconciliation_cursor (job, cycle_started_at)
-VALUES ($1, $2)
+VALUES (@job, @now)
 ON CONFLICT (job) DO NOTHING

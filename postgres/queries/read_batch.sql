@@ -1,6 +1,7 @@
 -- The cursor and the next batch after it, in one statement so that both come
 -- from one snapshot: the compare-and-set in commit_cursor.sql then compares
 -- against exactly the position these rows were read from.
+--   @job, @limit
 SELECT c.last_id, c.cycle_started_at, c.last_cycle_completed_at,
        p.id, p.stripe_payment_intent_id, p.status, p.version, p.created_at, p.updated_at
   FROM reconciliation_cursor c
@@ -9,7 +10,7 @@ SELECT c.last_id, c.cycle_started_at, c.last_cycle_completed_at,
           FROM payments
          WHERE id > c.last_id
          ORDER BY id
-         LIMIT $2
+         LIMIT @limit
        ) p ON true
- WHERE c.job = $1
+ WHERE c.job = @job
  ORDER BY p.id

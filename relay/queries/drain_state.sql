@@ -2,12 +2,12 @@
 -- available, running, or retryable/scheduled within the horizon, and how
 -- many are scheduled after it. Answered from River's fetching index
 -- (state, queue, priority, scheduled_at, id).
--- $1 job kind, $2 queue, $3 horizon (interval).
+--   @kind (job kind), @queue, @horizon (interval)
 SELECT EXISTS (SELECT 1 FROM river_job
-                WHERE state IN ('available', 'running') AND queue = $2 AND kind = $1)
+                WHERE state IN ('available', 'running') AND queue = @queue AND kind = @kind)
     OR EXISTS (SELECT 1 FROM river_job
-                WHERE state IN ('retryable', 'scheduled') AND queue = $2 AND kind = $1
-                  AND scheduled_at <= now() + $3::interval) AS busy,
+                WHERE state IN ('retryable', 'scheduled') AND queue = @queue AND kind = @kind
+                  AND scheduled_at <= now() + @horizon::interval) AS busy,
        (SELECT count(*) FROM river_job
-         WHERE state IN ('retryable', 'scheduled') AND queue = $2 AND kind = $1
-           AND scheduled_at > now() + $3::interval)::int AS later
+         WHERE state IN ('retryable', 'scheduled') AND queue = @queue AND kind = @kind
+           AND scheduled_at > now() + @horizon::interval)::int AS later

@@ -1,5 +1,5 @@
 -- Outbox commands by id, with their delivery state.
--- $1 outbox ids.
+--   @ids (outbox ids)
 SELECT id, event_type, created_at, processed_at, outcome, last_error
   FROM outbox
- WHERE id = ANY($1::bigint[])
+ WHERE id = ANY(@ids::bigint[])

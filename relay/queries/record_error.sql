@@ -1,7 +1,7 @@
 -- Why the last delivery attempt of an outbox command failed, for operators.
 -- Written in its own statement after the attempt's transaction rolled back;
 -- a later successful attempt clears it (postgres.Writer.ApplyRepair).
--- $1 outbox id, $2 error.
+--   @outbox_id, @error
 UPDATE outbox
-   SET last_error = $2
- WHERE id = $1 AND processed_at IS NULL
+   SET last_error = @error
+ WHERE id = @outbox_id AND processed_at IS NULL

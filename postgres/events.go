@@ -1,0 +1,132 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"payrecon"
+)
+
+// Events records Stripe events and applies them through the canonical
+// writer: the storage behind POST /webhooks/stripe (and the events
+// catch-up). It implements payrecon.EventProcessor.
+//
+// Each event is processed in one transaction: its id is inserted into
+// stripe_webhook_events first (a redelivery finds it and does nothing but
+// report the first outcome), then the events that map onto a command go
+// through the writer by PaymentIntent id. The writer never moves a payment
+// backwards, so a late payment_failed after succeeded leaves it paid. An
+// event for a PaymentIntent with no local row opens a missing_locally
+// finding. Other event types are recorded without acting.
+type Events struct {
+	pool   *pgxpool.Pool
+	writer *Writer
+	clock  payrecon.Clock
+}
+
+var _ payrecon.EventProcessor = (*Events)(nil)
+
+// NewEvents returns the event store on pool; clock (nil: the system clock)
+// stamps received_at and the findings it opens.
+func NewEvents(pool *pgxpool.Pool, writer *Writer, clock payrecon.Clock) *Events {
+	if clock == nil {
+		clock = payrecon.SystemClock{}
+	}
+	return &Events{pool: pool, writer: writer, clock: clock}
+}
+
+// ProcessEvent implements payrecon.EventProcessor.
+func (e *Events) ProcessEvent(ctx context.Context, ev payrecon.Event) (payrecon.EventResult, error) {
+	res := payrecon.EventResult{EventID: ev.ID}
+	now := e.clock.Now()
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		var claimed string
+		err := tx.QueryRow(ctx, queries.Get("claim_event"), pgx.StrictNamedArgs{
+			"event_id": ev.ID, "event_type": ev.Type, "api_version": optional(ev.APIVersion),
+			"intent_id": optional(ev.IntentID()), "created": optionalTime(ev.Created), "now": now,
+		}).Scan(&claimed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			res.Duplicate = true
+			if err := tx.QueryRow(ctx, queries.Get("event_outcome"), pgx.StrictNamedArgs{"event_id": ev.ID}).Scan(&res.Outcome); err != nil {
+				return fmt.Errorf("read outcome of event %s: %w", ev.ID, err)
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("claim event %s: %w", ev.ID, err)
+		}
+		if err := e.apply(ctx, tx, ev, now, &res); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, queries.Get("record_event_outcome"), pgx.StrictNamedArgs{
+			"event_id": ev.ID, "outcome": res.Outcome, "payment_id": optionalID(res.PaymentID),
+		}); err != nil {
+			return fmt.Errorf("record outcome of event %s: %w", ev.ID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return payrecon.EventResult{}, err
+	}
+	return res, nil
+}
+
+// apply acts on a claimed event inside its transaction.
+func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now time.Time, res *payrecon.EventResult) error {
+	cmd, ok := payrecon.CommandForEvent(ev.Type)
+	if !ok {
+		res.Outcome = payrecon.OutcomeIgnored
+		return nil
+	}
+	ar, err := e.writer.Apply(ctx, tx, cmd, PaymentRef{IntentID: ev.IntentID()})
+	if err != nil {
+		return fmt.Errorf("apply event %s: %w", ev.ID, err)
+	}
+	res.Outcome, res.PaymentID = string(ar.Outcome), ar.PaymentID
+	if ar.Outcome != payrecon.PaymentMissing {
+		return nil
+	}
+	status := ev.Object.Status
+	if status == "" {
+		status = string(payrecon.StatusAfterEvent(ev.Type))
+	}
+	ids, err := openMissingLocally(ctx, tx, []string{ev.IntentID()}, []string{status},
+		fmt.Sprintf("webhook %s (%s) for a PaymentIntent with no local payments row", ev.Type, ev.ID), "webhook", now)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		res.FindingID = ids[0]
+	}
+	return nil
+}
+
+// openMissingLocally opens a missing_locally finding for each intent that
+// has no local row and no open finding, and returns the new findings' ids.
+func openMissingLocally(ctx context.Context, tx pgx.Tx, intents, statuses []string, reason, job string, now time.Time) ([]int64, error) {
+	rows, err := tx.Query(ctx, queries.Get("open_missing_locally"), pgx.StrictNamedArgs{
+		"intent_ids": intents, "statuses": statuses, "reason": reason, "job": job,
+		"kind": string(payrecon.KindMissingLocally), "verdict": string(payrecon.NeedsReview),
+		"local_status": string(payrecon.NoLocalRow), "now": now,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open missing_locally findings for %d intents: %w", len(intents), err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("open missing_locally findings for %d intents: %w", len(intents), err)
+	}
+	return ids, nil
+}
+
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

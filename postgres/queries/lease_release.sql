@@ -1,0 +1,2 @@
+-- Give the job's lease up.
+SELECT pg_advisory_unlock(@key)

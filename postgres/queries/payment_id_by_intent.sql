@@ -1,0 +1,3 @@
+-- The local payment of a PaymentIntent; 0 when there is none.
+--   @intent_id
+SELECT coalesce((SELECT id FROM payments WHERE stripe_payment_intent_id = @intent_id), 0)

@@ -1,0 +1,14 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"payrecon/internal/pgtest"
+	"payrecon/postgres"
+)
+
+// Every statement in queries/ prepares against the migrated schema.
+func TestQueriesPrepare(t *testing.T) {
+	t.Parallel()
+	pgtest.CheckQueries(t, pgtest.NewDB(t), postgres.Queries)
+}

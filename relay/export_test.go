@@ -1,0 +1,4 @@
+package relay
+
+// Queries exposes the package's statements to its external tests.
+var Queries = queries
