@@ -68,6 +68,11 @@ type Config struct {
 	// Progress, when set, is called from one goroutine a few times a
 	// second while the service runs, and once more at the end.
 	Progress func(Progress)
+	// AdminAddr is where the embedded service serves its admin listener
+	// (the console, River's dashboard, metrics) while the demo runs; it
+	// must be loopback (the demo sets no console password). Default
+	// 127.0.0.1:0, a free port; the log says which.
+	AdminAddr string
 	// TamperInSync is a self-test of the check: while the sweep runs, this
 	// many in-sync rows are changed behind the canonical writer's back (a
 	// plain UPDATE of version and updated_at, as a buggy app would), and
@@ -96,6 +101,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Span <= 0 {
 		c.Span = SpanDefault
+	}
+	if c.AdminAddr == "" {
+		c.AdminAddr = "127.0.0.1:0"
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -327,7 +327,8 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 		}
 	}
 	svc, err := service.New(r.pool, service.Config{
-		HTTPAddr: "127.0.0.1:0",
+		HTTPAddr:  "127.0.0.1:0",
+		AdminAddr: r.cfg.AdminAddr,
 		Sweep: sweep.Config{
 			Batch:       r.cfg.Batch,
 			Grace:       -1, // every webhook has already landed
@@ -384,7 +385,11 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 	}
 	began := time.Now()
 	r.log.Info("service running: sweeping until one cycle completes, then draining the repair queue",
-		"http_addr", svc.Addr(), "rows", len(r.plan.rows), "batch", r.cfg.Batch, "grace", "off (every webhook landed before the sweep)")
+		"http_addr", svc.Addr(), "console_url", "http://"+svc.AdminAddr()+"/console/", "rows", len(r.plan.rows), "batch", r.cfg.Batch,
+		"grace", "off (every webhook landed before the sweep)")
+	if err := checkListeners(ctx, svc.Addr(), svc.AdminAddr()); err != nil {
+		return sweep.CycleReport{}, err
+	}
 	if r.cfg.TamperInSync > 0 {
 		if err := r.tamper(ctx); err != nil {
 			return sweep.CycleReport{}, err

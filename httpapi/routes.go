@@ -2,11 +2,22 @@ package httpapi
 
 import "net/http"
 
-// addRoutes is the one map of the API.
+// addRoutes is the map of the public listener (--http-addr): the Stripe
+// webhook and health, nothing else. Whatever reaches the webhook reaches
+// these routes, so nothing here may read or change more than an event does.
 func addRoutes(mux *http.ServeMux, d Deps) {
 	if len(d.Webhook.Secrets) > 0 {
 		mux.Handle("POST /webhooks/stripe", handleStripeWebhook(d))
 	}
+	mux.Handle("GET /healthz", handleHealthz())
+	if d.Ready != nil {
+		mux.Handle("GET /readyz", d.Ready)
+	}
+}
+
+// addAdminRoutes is the map of the admin listener (--admin-addr): health,
+// metrics, the operator console and the repair queue's dashboard.
+func addAdminRoutes(mux *http.ServeMux, d Deps) {
 	mux.Handle("GET /healthz", handleHealthz())
 	if d.Ready != nil {
 		mux.Handle("GET /readyz", d.Ready)
@@ -16,5 +27,8 @@ func addRoutes(mux *http.ServeMux, d Deps) {
 	}
 	if d.Queue != nil {
 		mux.Handle(d.QueuePrefix+"/", d.Queue)
+	}
+	if d.Console != nil {
+		mux.Handle(ConsolePrefix, d.Console)
 	}
 }

@@ -1,9 +1,10 @@
-// Package httpapi is payrecon's HTTP surface: the Stripe webhook endpoint and
-// the health, readiness and metrics routes of the long-running service.
+// Package httpapi is payrecon's HTTP surface, on two listeners: the public
+// one (NewServer: the Stripe webhook endpoint, health and readiness) and the
+// admin one (NewAdminServer: health, readiness, metrics, the operator
+// console and the repair queue's dashboard), which only operators reach.
 //
-// NewServer builds the handler from its dependencies; routes.go is the one
-// map of the API; each handler is a handleX(deps) closure. Nothing is global:
-// no DefaultServeMux, no package-level state.
+// routes.go is the one map of both; each handler is a handleX(deps)
+// closure. Nothing is global: no DefaultServeMux, no package-level state.
 //
 // # The webhook
 //
@@ -80,15 +81,22 @@ type Deps struct {
 	Events payrecon.EventProcessor
 	// Webhook configures the Stripe webhook endpoint.
 	Webhook WebhookConfig
-	// Metrics, when set, serves GET /metrics.
+	// Metrics, when set, serves GET /metrics (admin listener).
 	Metrics http.Handler
 	// Ready, when set, serves GET /readyz.
 	Ready http.Handler
 	// Queue, when set, serves the repair queue's dashboard (riverui) under
-	// QueuePrefix.
+	// QueuePrefix (admin listener). It must do its own authentication
+	// (console.Console.Protect).
 	Queue       http.Handler
 	QueuePrefix string
+	// Console, when set, serves the operator console under ConsolePrefix
+	// (admin listener).
+	Console http.Handler
 }
+
+// ConsolePrefix is where the admin listener mounts the console.
+const ConsolePrefix = "/console/"
 
 // Validate reports dependencies the webhook needs and lacks, and an empty
 // secret in the list (a stray comma in STRIPE_WEBHOOK_SECRET). No secret at
@@ -134,12 +142,24 @@ func (d Deps) withDefaults() Deps {
 	return d
 }
 
-// NewServer returns the HTTP handler of the API. Call deps.Validate first:
-// a webhook without its database or writer answers 500, loudly, rather than
-// accepting events it cannot record.
+// NewServer returns the handler of the public listener: POST
+// /webhooks/stripe, GET /healthz and GET /readyz, nothing else (Metrics,
+// Queue and Console are ignored: they belong to NewAdminServer). Call
+// deps.Validate first: a webhook without its database or writer answers
+// 500, loudly, rather than accepting events it cannot record.
 func NewServer(deps Deps) http.Handler {
 	deps = deps.withDefaults()
 	mux := http.NewServeMux()
 	addRoutes(mux, deps)
+	return mux
+}
+
+// NewAdminServer returns the handler of the admin listener: GET /healthz,
+// GET /readyz, GET /metrics, the console under /console/ and the queue
+// dashboard under QueuePrefix. It has no webhook.
+func NewAdminServer(deps Deps) http.Handler {
+	deps = deps.withDefaults()
+	mux := http.NewServeMux()
+	addAdminRoutes(mux, deps)
 	return mux
 }

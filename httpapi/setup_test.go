@@ -78,10 +78,16 @@ func setup(t *testing.T, secrets ...string) *testBundle {
 	return b
 }
 
-// serve starts a server for deps and a client of the test's own.
+// serve starts a public server for deps and a client of the test's own.
 func (b *testBundle) serve(t *testing.T, deps httpapi.Deps) {
 	t.Helper()
-	b.srv = httptest.NewServer(httpapi.NewServer(deps))
+	b.serveHandler(t, httpapi.NewServer(deps))
+}
+
+// serveHandler starts a server for h and a client of the test's own.
+func (b *testBundle) serveHandler(t *testing.T, h http.Handler) {
+	t.Helper()
+	b.srv = httptest.NewServer(h)
 	t.Cleanup(b.srv.Close)
 	tr := &http.Transport{MaxIdleConnsPerHost: 32}
 	t.Cleanup(tr.CloseIdleConnections)

@@ -183,17 +183,29 @@ func TestWebhookNotConfigured(t *testing.T) {
 	}
 }
 
+// The two listeners: the public one has the webhook and health only, even
+// when it is handed the admin handlers; the admin one has health, metrics,
+// the console and the queue dashboard, and no webhook.
 func TestRoutes(t *testing.T) {
 	t.Parallel()
+	admin := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(name + " " + r.URL.Path)) })
+	}
 	plain := &testBundle{}
 	plain.serve(t, httpapi.Deps{Events: &recorder{}, Webhook: httpapi.WebhookConfig{Secrets: []string{secret}}})
-	extended := &testBundle{}
-	extended.serve(t, httpapi.Deps{Events: &recorder{}, Webhook: httpapi.WebhookConfig{Secrets: []string{secret}},
+	full := httpapi.Deps{Events: &recorder{}, Webhook: httpapi.WebhookConfig{Secrets: []string{secret}},
 		Ready: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}),
-		Metrics: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("payrecon_up 1\n")) }),
-	})
+		Metrics:     http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("payrecon_up 1\n")) }),
+		Queue:       admin("queue"),
+		QueuePrefix: "/riverui",
+		Console:     admin("console"),
+	}
+	public := &testBundle{}
+	public.serve(t, full)
+	adm := &testBundle{}
+	adm.serveHandler(t, httpapi.NewAdminServer(full))
 	get := func(b *testBundle, method, path string) response {
 		req, err := http.NewRequest(method, b.srv.URL+path, nil)
 		if err != nil {
@@ -202,25 +214,35 @@ func TestRoutes(t *testing.T) {
 		return b.do(t, req)
 	}
 	for _, c := range []struct {
+		name         string
 		b            *testBundle
 		method, path string
 		status       int
 		body         string
 	}{
-		{plain, http.MethodGet, "/healthz", http.StatusOK, "ok"},
-		{plain, http.MethodHead, "/healthz", http.StatusOK, ""},
-		{plain, http.MethodPost, "/healthz", http.StatusMethodNotAllowed, ""},
-		{plain, http.MethodGet, "/webhooks/stripe", http.StatusMethodNotAllowed, ""},
-		{plain, http.MethodGet, "/readyz", http.StatusNotFound, ""},
-		{plain, http.MethodGet, "/metrics", http.StatusNotFound, ""},
-		{plain, http.MethodGet, "/", http.StatusNotFound, ""},
-		{extended, http.MethodGet, "/readyz", http.StatusServiceUnavailable, ""},
-		{extended, http.MethodGet, "/metrics", http.StatusOK, "payrecon_up 1\n"},
-		{extended, http.MethodGet, "/healthz", http.StatusOK, "ok"},
+		{"plain", plain, http.MethodGet, "/healthz", http.StatusOK, "ok"},
+		{"plain", plain, http.MethodHead, "/healthz", http.StatusOK, ""},
+		{"plain", plain, http.MethodPost, "/healthz", http.StatusMethodNotAllowed, ""},
+		{"plain", plain, http.MethodGet, "/webhooks/stripe", http.StatusMethodNotAllowed, ""},
+		{"plain", plain, http.MethodGet, "/readyz", http.StatusNotFound, ""},
+		{"plain", plain, http.MethodGet, "/metrics", http.StatusNotFound, ""},
+		{"plain", plain, http.MethodGet, "/", http.StatusNotFound, ""},
+		{"public", public, http.MethodGet, "/readyz", http.StatusServiceUnavailable, ""},
+		{"public", public, http.MethodGet, "/healthz", http.StatusOK, "ok"},
+		{"public", public, http.MethodGet, "/metrics", http.StatusNotFound, ""},
+		{"public", public, http.MethodGet, "/riverui/", http.StatusNotFound, ""},
+		{"public", public, http.MethodPut, "/riverui/api/queues/repairs/pause", http.StatusNotFound, ""},
+		{"public", public, http.MethodGet, "/console/", http.StatusNotFound, ""},
+		{"admin", adm, http.MethodGet, "/readyz", http.StatusServiceUnavailable, ""},
+		{"admin", adm, http.MethodGet, "/healthz", http.StatusOK, "ok"},
+		{"admin", adm, http.MethodGet, "/metrics", http.StatusOK, "payrecon_up 1\n"},
+		{"admin", adm, http.MethodGet, "/riverui/jobs", http.StatusOK, "queue /riverui/jobs"},
+		{"admin", adm, http.MethodGet, "/console/findings", http.StatusOK, "console /console/findings"},
+		{"admin", adm, http.MethodPost, "/webhooks/stripe", http.StatusNotFound, ""},
 	} {
 		r := get(c.b, c.method, c.path)
 		if r.status != c.status || (c.body != "" && string(r.body) != c.body) {
-			t.Errorf("%s %s = %d %q, want %d %q", c.method, c.path, r.status, r.body, c.status, c.body)
+			t.Errorf("%s: %s %s = %d %q, want %d %q", c.name, c.method, c.path, r.status, r.body, c.status, c.body)
 		}
 	}
 }

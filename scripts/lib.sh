@@ -141,3 +141,21 @@ start_stripe_mock() {
   export STRIPE_MOCK_URL="http://127.0.0.1:$http"
   log "stripe-mock $STRIPE_MOCK_VERSION on $STRIPE_MOCK_URL"
 }
+
+# ensure_chromium: Debian's chromium for the console's browser tests,
+# installed when missing (non-interactive). Exports PAYRECON_REQUIRE_CHROMIUM
+# so that those tests fail instead of skipping without it.
+ensure_chromium() {
+  if ! command -v chromium >/dev/null 2>&1; then
+    command -v apt-get >/dev/null 2>&1 || die "chromium is not installed and apt-get is not available: install Chromium for the browser tests"
+    local sudo=()
+    [[ $(id -u) == 0 ]] || sudo=(sudo)
+    log "installing chromium (Debian's package) for the browser tests"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >"$STAGING_DIR/apt.log" 2>&1 \
+      || { "${sudo[@]}" apt-get update -q >>"$STAGING_DIR/apt.log" 2>&1 \
+           && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >>"$STAGING_DIR/apt.log" 2>&1; } \
+      || die "could not install chromium: $(tail -5 "$STAGING_DIR/apt.log")"
+  fi
+  export PAYRECON_REQUIRE_CHROMIUM=1
+  log "chromium: $(chromium --version 2>/dev/null || echo installed)"
+}

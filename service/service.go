@@ -1,6 +1,7 @@
 // Package service is the long-running payrecon process (`payrecon run`):
-// the continuous sweep, the repair workers, the Stripe webhook endpoint,
-// metrics and health, wired together and stopped together.
+// the continuous sweep, the repair workers, the Stripe webhook endpoint on
+// the public listener, the operator console, River's dashboard, metrics and
+// health on the admin listener, wired together and stopped together.
 //
 // Only one replica sweeps a job at a time: the sweep waits for the job's
 // lease (a PostgreSQL advisory lock), so a second replica serves webhooks
@@ -32,6 +33,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"payrecon"
+	"payrecon/console"
 	"payrecon/httpapi"
 	"payrecon/postgres"
 	"payrecon/relay"
@@ -41,9 +43,21 @@ import (
 
 // Config configures the service.
 type Config struct {
-	// HTTPAddr is where the HTTP server listens (default 127.0.0.1:8080;
-	// port 0 picks a free one, see Addr).
+	// HTTPAddr is where the public HTTP server listens: the webhook and
+	// health only (default 127.0.0.1:8080; port 0 picks a free one, see
+	// Addr).
 	HTTPAddr string
+	// AdminAddr is where the admin HTTP server listens: the console, River's
+	// dashboard, metrics and health (default AdminAddrDefault; port 0 picks
+	// a free one, see AdminAddr). Without ConsolePassword it must be a
+	// loopback address.
+	AdminAddr string
+	// ConsolePassword protects the console and River's dashboard; empty
+	// leaves them open to whoever reaches AdminAddr.
+	ConsolePassword string
+	// Console tunes the console; its Password, Read, Actions, Logger, Clock
+	// and StripeHealthFunc are set by the service.
+	Console console.Config
 	// Sweep configures the continuous sweep.
 	Sweep sweep.Config
 	// RPS is the Stripe request budget per second (0: unlimited).
@@ -82,16 +96,38 @@ type Service struct {
 	gateway  payrecon.Gateway
 	limiter  *sweep.Limiter
 	ui       *riverui.Handler
+	admin    http.Handler
+	console  *console.Console
+	sampler  *console.Sampler
 
 	stopping   atomic.Bool
 	migrations atomic.Int64 // unix nanos of the last successful migrations check
 	addr       atomic.Value
+	adminAddr  atomic.Value
 }
+
+// Timeouts of the two HTTP servers. The public one carries webhooks (a few
+// kilobytes, answered in milliseconds); the admin one console pages, River's
+// dashboard and scrapes, and the CSV export, which extends its own write
+// deadline as it streams.
+const (
+	readHeaderTimeout  = 10 * time.Second
+	readTimeout        = 30 * time.Second
+	publicWriteTimeout = 30 * time.Second
+	adminWriteTimeout  = time.Minute
+	idleTimeout        = 2 * time.Minute
+)
 
 // New builds the service on pool (which must be migrated).
 func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = "127.0.0.1:8080"
+	}
+	if cfg.AdminAddr == "" {
+		cfg.AdminAddr = AdminAddrDefault
+	}
+	if err := CheckAdminExposure(cfg.AdminAddr, cfg.ConsolePassword != ""); err != nil {
+		return nil, err
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 20 * time.Second
@@ -150,6 +186,14 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s.ui = ui
+	// Rechecks asked for from the console use a sweeper of their own (as
+	// `findings recheck` does) on the same store, gateway and rate budget.
+	rcfg := cfg.Sweep
+	rcfg.Limiter, rcfg.Clock, rcfg.Logger = s.limiter, cfg.Clock, cfg.Logger.With("component", "console")
+	recheck := sweep.New(store, gw, rcfg)
+	if s.console, s.sampler, err = s.newConsole(pool, recheck); err != nil {
+		return nil, err
+	}
 
 	deps := httpapi.Deps{
 		Logger:      cfg.Logger.With("component", "http"),
@@ -158,8 +202,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		Webhook:     httpapi.WebhookConfig{Secrets: cfg.WebhookSecrets},
 		Metrics:     promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}),
 		Ready:       http.HandlerFunc(s.handleReady),
-		Queue:       ui,
+		Queue:       s.console.Protect(ui),
 		QueuePrefix: relay.UIPrefix,
+		Console:     s.console,
 	}
 	if len(cfg.WebhookSecrets) == 0 {
 		cfg.Logger.Warn("STRIPE_WEBHOOK_SECRET is not set: the webhook endpoint is disabled (404)")
@@ -168,6 +213,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s.handler = httpapi.NewServer(deps)
+	s.admin = httpapi.NewAdminServer(deps)
 	return s, nil
 }
 
@@ -177,9 +223,20 @@ func (s *Service) Gateway() payrecon.Gateway { return s.gateway }
 // Registry returns the service's metrics registry.
 func (s *Service) Registry() *prometheus.Registry { return s.registry }
 
-// Addr returns the address the HTTP server listens on, once it does.
+// Addr returns the address the public HTTP server listens on, once it does.
 func (s *Service) Addr() string {
 	a, _ := s.addr.Load().(string)
+	return a
+}
+
+// AdminHandler returns the admin listener's handler (for tests and for
+// embedding the service in another server).
+func (s *Service) AdminHandler() http.Handler { return s.admin }
+
+// AdminAddr returns the address the admin HTTP server listens on, once it
+// does.
+func (s *Service) AdminAddr() string {
+	a, _ := s.adminAddr.Load().(string)
 	return a
 }
 
@@ -222,16 +279,28 @@ func (s *Service) Run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s (--http-addr): %w", s.cfg.HTTPAddr, err)
 	}
 	s.addr.Store(ln.Addr().String())
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: publicWriteTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
+	adminLn, err := net.Listen("tcp", s.cfg.AdminAddr)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("listen on %s (--admin-addr): %w", s.cfg.AdminAddr, err)
+	}
+	s.adminAddr.Store(adminLn.Addr().String())
+	adminSrv := &http.Server{Handler: s.admin, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: adminWriteTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := s.relay.Start(runCtx); err != nil {
 		ln.Close()
+		adminLn.Close()
 		return fmt.Errorf("start repair workers: %w", err)
 	}
 	if err := s.ui.Start(runCtx); err != nil {
 		ln.Close()
+		adminLn.Close()
 		_ = s.relay.Stop(context.WithoutCancel(ctx))
 		return fmt.Errorf("start queue dashboard: %w", err)
 	}
@@ -247,7 +316,7 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		cancel()
 	}
-	wg.Add(2)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -256,12 +325,27 @@ func (s *Service) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
+		if err := adminSrv.Serve(adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fail(fmt.Errorf("admin http server: %w", err))
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		_ = s.sampler.Run(runCtx) // returns when runCtx ends; a failed sample is logged
+	}()
+	go func() {
+		defer wg.Done()
 		err := s.sweeper.Run(runCtx, s.cfg.SweepProgress)
 		if err != nil {
 			fail(fmt.Errorf("sweep: %w", err))
 		}
 	}()
-	s.log.Info("payrecon is running", "http_addr", s.Addr(), "job", s.sweeper.Config().Job, "rps", s.cfg.RPS)
+	s.log.Info("payrecon is running", "http_addr", s.Addr(), "admin_addr", s.AdminAddr(),
+		"console_url", "http://"+s.AdminAddr()+console.Prefix, "job", s.sweeper.Config().Job, "rps", s.cfg.RPS)
+	if s.console.Open() {
+		s.log.Warn("the console has no password: anyone who reaches the admin address acts as an operator; set PAYRECON_CONSOLE_PASSWORD to require a login",
+			"admin_addr", s.AdminAddr())
+	}
 	if s.cfg.Ready != nil {
 		s.cfg.Ready(s.Addr())
 	}
@@ -271,9 +355,11 @@ func (s *Service) Run(ctx context.Context) error {
 	s.log.Info("shutting down: finishing the batch in progress, in-flight requests and repairs")
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
 	defer scancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		s.log.Warn("http server did not finish in time; abandoning in-flight requests", "error", err)
-		_ = srv.Close()
+	for _, sv := range []*http.Server{srv, adminSrv} {
+		if err := sv.Shutdown(sctx); err != nil {
+			s.log.Warn("http server did not finish in time; abandoning in-flight requests", "error", err)
+			_ = sv.Close()
+		}
 	}
 	wg.Wait() // the sweep returns after its batch in progress commits (or is discarded whole)
 	if err := s.relay.Stop(sctx); err != nil {

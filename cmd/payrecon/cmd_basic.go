@@ -78,8 +78,9 @@ func (c *classifyCmd) Run(a *app) error {
 
 type configCmd struct {
 	stripeFlags
+	consoleFlags
 	WebhookSecret string `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets, comma-separated during rotation."`
-	HTTPAddr      string `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Address of the HTTP server (run)."`
+	HTTPAddr      string `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address of run: the webhook and health."`
 	JSON          bool   `help:"Print JSON."`
 }
 
@@ -91,6 +92,8 @@ func (c *configCmd) Run(a *app) error {
 		{"stripe_timeout", "--stripe-timeout", c.StripeTimeout.String()},
 		{"stripe_webhook_secret", "STRIPE_WEBHOOK_SECRET / --stripe-webhook-secret", redactSecretList(c.WebhookSecret)},
 		{"http_addr", "PAYRECON_HTTP_ADDR / --http-addr", c.HTTPAddr},
+		{"admin_addr", "PAYRECON_ADMIN_ADDR / --admin-addr", c.AdminAddr},
+		{"console_password", "PAYRECON_CONSOLE_PASSWORD / --console-password, PAYRECON_CONSOLE_PASSWORD_FILE / --console-password-file", c.consoleFlags.describe()},
 		{"log_format", "PAYRECON_LOG_FORMAT / --log-format", a.cli.LogFormat},
 		{"log_level", "PAYRECON_LOG_LEVEL / --log-level", a.cli.LogLevel},
 	}

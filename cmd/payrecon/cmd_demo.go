@@ -37,6 +37,7 @@ type demoCmd struct {
 	Keep     bool          `help:"Keep the demo database afterwards and print its URL."`
 	JSON     bool          `help:"Print the report as JSON."`
 	Timeout  time.Duration `default:"10m" help:"Give up after this long."`
+	Admin    string        `name:"admin-addr" default:"127.0.0.1:0" help:"Loopback address of the embedded service's console (/console/), River's dashboard and /metrics while the demo runs; port 0 picks a free one (the log says which)."`
 	Tamper   int           `hidden:"" help:"Self-test of the check: touch this many in-sync rows behind the canonical writer's back during the run; the demo must then FAIL."`
 	// Throwaway exercises the last resort on purpose, like scripts/lib.sh's
 	// PAYRECON_THROWAWAY_PG.
@@ -68,6 +69,7 @@ func (c *demoCmd) Run(a *app) error {
 		Logger:       log,
 		Progress:     prog.update,
 		TamperInSync: c.Tamper,
+		AdminAddr:    c.Admin,
 	})
 	prog.done()
 	if err != nil {

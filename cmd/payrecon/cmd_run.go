@@ -15,8 +15,9 @@ import (
 type runCmd struct {
 	stripeFlags
 	sweepFlags
+	consoleFlags
 	WebhookSecret string        `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
-	HTTPAddr      string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Address for /webhooks/stripe, /metrics, /healthz, /readyz and the repair queue dashboard (/riverui/)."`
+	HTTPAddr      string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address: POST /webhooks/stripe, /healthz and /readyz, nothing else."`
 	MinCycle      time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum."`
 	Workers       int           `default:"20" help:"Repair commands applied at once."`
 	MaxAttempts   int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
@@ -39,9 +40,17 @@ func (c *runCmd) Run(a *app) error {
 	if c.RescueAfter < 3*time.Second {
 		return usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
 	}
+	password, err := c.consoleFlags.password()
+	if err != nil {
+		return err
+	}
+	if err := service.CheckAdminExposure(c.AdminAddr, password != ""); err != nil {
+		return configError{err}
+	}
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
 		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", orDefault(c.StripeAPIBase, "https://api.stripe.com"),
-		"stripe_webhook_secret", redactSecretList(c.WebhookSecret), "http_addr", c.HTTPAddr, "job", cfg.Job,
+		"stripe_webhook_secret", redactSecretList(c.WebhookSecret), "http_addr", c.HTTPAddr,
+		"admin_addr", c.AdminAddr, "console_password", c.consoleFlags.describe(), "job", cfg.Job,
 		"batch", c.Batch, "grace", c.Grace, "rps", c.RPS, "concurrency", c.Concurrency, "mode", c.Mode,
 		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts)
 	pool, err := a.openMigratedDBWith(int32(c.Workers + c.Concurrency + 8))
@@ -50,9 +59,11 @@ func (c *runCmd) Run(a *app) error {
 	}
 	defer pool.Close()
 	svc, err := service.New(pool, service.Config{
-		HTTPAddr: c.HTTPAddr,
-		Sweep:    cfg,
-		RPS:      c.RPS,
+		HTTPAddr:        c.HTTPAddr,
+		AdminAddr:       c.AdminAddr,
+		ConsolePassword: password,
+		Sweep:           cfg,
+		RPS:             c.RPS,
 		Stripe: stripeapi.Config{
 			SecretKey: c.StripeSecretKey,
 			APIBase:   c.StripeAPIBase,

@@ -175,6 +175,11 @@ func TestConfigurationErrorsAreOneClearLine(t *testing.T) {
 		{"relay without a database", with("DATABASE_URL", ""), []string{"relay", "--drain"}, 2, "DATABASE_URL is not set"},
 		{"plan without figures", b.env, []string{"plan"}, 2, "--rows"},
 		{"missing webhook body in classify", b.env, []string{"classify", "paid"}, 2, "two statuses"},
+		{"console exposed without a password", b.env, []string{"run", "--admin-addr", "0.0.0.0:8081"}, 2, "set PAYRECON_CONSOLE_PASSWORD"},
+		{"console exposed, from the environment", with("PAYRECON_ADMIN_ADDR", ":8081"), []string{"run"}, 2, "bind --admin-addr to 127.0.0.1"},
+		{"console password twice", with("PAYRECON_CONSOLE_PASSWORD", "pw"), []string{"run", "--console-password-file", "/dev/null"}, 2, "not both"},
+		{"empty console password file", b.env, []string{"run", "--console-password-file", "/dev/null"}, 2, "is empty"},
+		{"missing console password file", b.env, []string{"run", "--console-password-file", "/nonexistent/pw"}, 2, "console password file"},
 	}
 	for _, cmd := range [][]string{{"status"}, {"findings", "list"}, {"findings", "show", "1"}, {"relay", "--drain"},
 		{"plan", "--from-db"}, {"scan", "--once"}, {"run"}, {"migrate"}} {
@@ -220,20 +225,22 @@ func TestClassifyTableMatchesDomain(t *testing.T) {
 func TestConfigRedactsSecrets(t *testing.T) {
 	t.Parallel()
 	env := map[string]string{
-		"DATABASE_URL":          "postgres://app:hunter2@db.internal:5432/shop",
-		"STRIPE_SECRET_KEY":     "sk_live_abcdefghijklmnop1234",
-		"STRIPE_WEBHOOK_SECRET": "whsec_oldoldoldold9999,whsec_newnewnewnew8888",
+		"DATABASE_URL":              "postgres://app:hunter2@db.internal:5432/shop",
+		"STRIPE_SECRET_KEY":         "sk_live_abcdefghijklmnop1234",
+		"STRIPE_WEBHOOK_SECRET":     "whsec_oldoldoldold9999,whsec_newnewnewnew8888",
+		"PAYRECON_CONSOLE_PASSWORD": "correct-horse-console",
 	}
 	r := runCLI(t, env, "config")
 	if r.code != 0 {
 		t.Fatalf("config exit %d: %s", r.code, r.stderr)
 	}
-	for _, secret := range []string{"hunter2", "abcdefghijklmnop", "oldoldold", "newnewnew"} {
+	for _, secret := range []string{"hunter2", "abcdefghijklmnop", "oldoldold", "newnewnew", "correct-horse"} {
 		if strings.Contains(r.stdout, secret) {
 			t.Errorf("config printed a secret (%s):\n%s", secret, r.stdout)
 		}
 	}
-	for _, want := range []string{"db.internal:5432/shop", "sk_live_****1234", "whsec_****9999,whsec_****8888", "127.0.0.1:8080"} {
+	for _, want := range []string{"db.internal:5432/shop", "sk_live_****1234", "whsec_****9999,whsec_****8888", "127.0.0.1:8080",
+		"127.0.0.1:8081", "console_password"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("config lacks %q:\n%s", want, r.stdout)
 		}

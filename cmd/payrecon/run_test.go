@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
@@ -65,8 +66,9 @@ func (s *syncBuffer) String() string {
 }
 
 // payrecon run in-process: health, readiness, metrics (including every one
-// docs/alerts.yml uses), the webhook, the sweep and the repair workers, then
-// a clean stop on cancel.
+// docs/alerts.yml uses), the webhook, the sweep and the repair workers, the
+// two listeners (metrics, the console and River's dashboard only on the
+// admin one, behind the console's login), then a clean stop on cancel.
 func TestRunInProcess(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -77,20 +79,21 @@ func TestRunInProcess(t *testing.T) {
 	// the command and applies it.
 	pgtest.Exec(t, pgtestPool(t, b.url), `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
 		VALUES ('Payment', $1::text, 'ApplyPaymentCanceled', jsonb_build_object('payment_id', $2::bigint))`, fmt.Sprint(ids[3]), ids[3])
-	addr := freeAddr(t)
+	addr, adminAddr := freeAddr(t), freeAddr(t)
 	env := map[string]string{}
 	for k, v := range b.env {
 		env[k] = v
 	}
 	env["STRIPE_WEBHOOK_SECRET"] = "whsec_test_run"
+	env["PAYRECON_CONSOLE_PASSWORD"] = "console-pw-run-test"
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"run", "--http-addr", addr, "--grace", "0", "--min-cycle", "1h", "--log-format", "json", "--workers", "4"},
+		done <- run(ctx, []string{"run", "--http-addr", addr, "--admin-addr", adminAddr, "--grace", "0", "--min-cycle", "1h", "--log-format", "json", "--workers", "4"},
 			func(k string) string { return env[k] }, &out, &errb)
 	}()
-	base := "http://" + addr
+	base, admin := "http://"+addr, "http://"+adminAddr
 	testkit.WaitFor(t, "/readyz", 30*time.Second, func() bool {
 		select {
 		case err := <-done:
@@ -130,7 +133,7 @@ func TestRunInProcess(t *testing.T) {
 	if n := pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE id = $1 AND status = 'paid'", ids[2]); n != 1 {
 		t.Error("the webhook did not mark the payment paid")
 	}
-	code, metrics := httpGet(base + "/metrics")
+	code, metrics := httpGet(admin + "/metrics")
 	for _, name := range []string{"payrecon_reconciliation_lag_seconds", "payrecon_sweep_rows_total", "payrecon_findings_open",
 		"payrecon_outbox_backlog", "payrecon_stripe_requests_total", "payrecon_stripe_limiter_rate_per_second",
 		"payrecon_repairs_total", "payrecon_sweep_projected_cycle_seconds", "payrecon_sweep_capacity_margin_rows_per_hour", "go_goroutines"} {
@@ -148,8 +151,56 @@ func TestRunInProcess(t *testing.T) {
 			t.Errorf("docs/alerts.yml uses %s, which /metrics does not export", name)
 		}
 	}
-	if code, _ := httpGet(base + "/riverui/"); code != 200 {
-		t.Errorf("/riverui/ = %d", code)
+	for _, path := range []string{"/metrics", "/riverui/", "/riverui/api/jobs?state=discarded", "/console/"} {
+		if code, _ := httpGet(base + path); code != http.StatusNotFound {
+			t.Errorf("public %s = %d, want 404: it belongs to the admin listener", path, code)
+		}
+	}
+	if code, body := httpGet(admin + "/healthz"); code != 200 || body != "ok" {
+		t.Errorf("admin /healthz = %d %q", code, body)
+	}
+	if code, _ := httpGet(admin + "/readyz"); code != 200 {
+		t.Errorf("admin /readyz = %d", code)
+	}
+	// River's dashboard and the console need a login: the issue's attack
+	// (pausing the repair queue) is refused, and a login opens both.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ = http.NewRequest(http.MethodPut, admin+"/riverui/api/queues/repairs/pause", nil)
+	if resp, err := noRedirect.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("unauthenticated PUT /riverui/api/queues/repairs/pause = %v %v, want 401", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	for _, path := range []string{"/riverui/", "/console/"} {
+		resp, err := noRedirect.Get(admin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/console/login") {
+			t.Errorf("unauthenticated GET %s = %d %s, want a redirect to the login", path, resp.StatusCode, resp.Header.Get("Location"))
+		}
+	}
+	resp, err = noRedirect.PostForm(admin+"/console/login", url.Values{"password": {"console-pw-run-test"}, "name": {"ops"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	cookies := resp.Cookies()
+	if resp.StatusCode != http.StatusSeeOther || len(cookies) == 0 {
+		t.Fatalf("login = %d with %d cookies", resp.StatusCode, len(cookies))
+	}
+	for _, path := range []string{"/riverui/", "/console/"} {
+		req, _ := http.NewRequest(http.MethodGet, admin+path, nil)
+		req.AddCookie(cookies[0])
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s after login = %d", path, resp.StatusCode)
+		}
 	}
 	cancel()
 	select {
@@ -161,7 +212,8 @@ func TestRunInProcess(t *testing.T) {
 		t.Fatal("run did not stop")
 	}
 	if !strings.Contains(errb.String(), `"msg":"configuration"`) || strings.Contains(errb.String(), b.sim.SecretKey()) ||
-		strings.Contains(errb.String(), "whsec_test_run") {
+		strings.Contains(errb.String(), "whsec_test_run") || strings.Contains(errb.String(), "console-pw-run-test") ||
+		!strings.Contains(errb.String(), `"console_password":"(set)"`) {
 		t.Errorf("the effective configuration is not logged, or a secret is:\n%s", errb.String())
 	}
 	if !strings.Contains(errb.String(), `"msg":"stopped"`) {
@@ -248,9 +300,9 @@ func TestTwoRunProcessesFailover(t *testing.T) {
 	args := []string{"run", "--grace", "0", "--min-cycle", "200ms", "--batch", "20", "--rps", "400", "--log-format", "json", "--workers", "4",
 		"--repair-rescue-after", "3s"}
 	pool := pgtestPool(t, b.url)
-	p1 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t))...)
+	p1 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t), "--admin-addr", freeAddr(t))...)
 	testkit.WaitFor(t, "the first process to hold the lease", 30*time.Second, func() bool { return leaseHolderPID(t, pool) == p1.cmd.Process.Pid })
-	p2 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t))...)
+	p2 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t), "--admin-addr", freeAddr(t))...)
 	testkit.WaitFor(t, "the second process to wait for the lease", 30*time.Second, func() bool {
 		return strings.Contains(p2.stderr.String(), "waiting for the sweep lease")
 	})
@@ -303,7 +355,7 @@ func TestSIGTERMDuringBatchLeavesNothingHalfWritten(t *testing.T) {
 	}
 	b.seed(t, rows)
 	b.sim.SetFaults(stripesim.Faults{Latency: 30 * time.Millisecond})
-	p := startBinary(t, b.env, "run", "--http-addr", freeAddr(t), "--grace", "0", "--batch", "100", "--concurrency", "4", "--rps", "0", "--mode", "retrieve", "--workers", "4")
+	p := startBinary(t, b.env, "run", "--http-addr", freeAddr(t), "--admin-addr", freeAddr(t), "--grace", "0", "--batch", "100", "--concurrency", "4", "--rps", "0", "--mode", "retrieve", "--workers", "4")
 	pool := pgtestPool(t, b.url)
 	testkit.WaitFor(t, "the first batch", 30*time.Second, func() bool {
 		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NOT NULL") > 0

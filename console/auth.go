@@ -1,0 +1,279 @@
+package console
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/pbkdf2"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/time/rate"
+)
+
+// Cookie names.
+const (
+	sessionCookie = "payrecon_console"
+	flashCookie   = "payrecon_console_flash"
+)
+
+// kdfSalt makes the session key depend on the password and on payrecon: a
+// fixed salt, so that every replica sharing the password derives the same
+// key and honours the others' sessions.
+var kdfSalt = []byte("payrecon console session key v1")
+
+// session is a logged-in operator.
+type session struct {
+	// ID binds the CSRF token to the session (random, from the cookie).
+	ID       string
+	Operator string
+	Expires  time.Time
+}
+
+type ctxKey struct{}
+
+func sessionFrom(ctx context.Context) session {
+	s, _ := ctx.Value(ctxKey{}).(session)
+	return s
+}
+
+// auth signs and checks sessions, CSRF tokens and flash messages with one
+// key. With a password the key is derived from it (PBKDF2): a cookie
+// signed by one replica is valid on every replica with the same password,
+// and guessing the password from a stolen cookie costs as much as from a
+// PBKDF2 hash. Without one the key is random, per process.
+type auth struct {
+	key      []byte
+	password [32]byte // sha256 of the password, compared in constant time
+	open     bool
+	ttl      time.Duration
+	now      func() time.Time
+	logins   *loginLimiter
+}
+
+func newAuth(password string, iterations int, ttl time.Duration, now func() time.Time, perMinute float64, burst int) (*auth, error) {
+	a := &auth{open: password == "", ttl: ttl, now: now, logins: newLoginLimiter(perMinute, burst)}
+	if a.open {
+		a.key = make([]byte, 32)
+		if _, err := rand.Read(a.key); err != nil {
+			return nil, err
+		}
+		return a, nil
+	}
+	key, err := pbkdf2.Key(sha256.New, password, kdfSalt, iterations, 32)
+	if err != nil {
+		return nil, err
+	}
+	a.key = key
+	a.password = sha256.Sum256([]byte(password))
+	return a, nil
+}
+
+// checkPassword compares in constant time (of the hashes, so the length of
+// the password does not leak either).
+func (a *auth) checkPassword(given string) bool {
+	h := sha256.Sum256([]byte(given))
+	return subtle.ConstantTimeCompare(h[:], a.password[:]) == 1
+}
+
+func (a *auth) mac(parts ...string) []byte {
+	m := hmac.New(sha256.New, a.key)
+	for _, p := range parts {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return m.Sum(nil)
+}
+
+var b64 = base64.RawURLEncoding
+
+// newSession signs a session for operator: "v1.<expiry>.<id>.<operator>.<mac>".
+func (a *auth) newSession(operator string) (session, string, error) {
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return session{}, "", err
+	}
+	s := session{ID: hex.EncodeToString(id), Operator: operator, Expires: a.now().Add(a.ttl)}
+	exp := strconv.FormatInt(s.Expires.Unix(), 10)
+	op := b64.EncodeToString([]byte(operator))
+	return s, strings.Join([]string{"v1", exp, s.ID, op, b64.EncodeToString(a.mac("session", exp, s.ID, op))}, "."), nil
+}
+
+// parseSession checks a cookie value: its MAC (in constant time) and its
+// expiry.
+func (a *auth) parseSession(v string) (session, bool) {
+	p := strings.Split(v, ".")
+	if len(p) != 5 || p[0] != "v1" {
+		return session{}, false
+	}
+	got, err := b64.DecodeString(p[4])
+	if err != nil || !hmac.Equal(got, a.mac("session", p[1], p[2], p[3])) {
+		return session{}, false
+	}
+	exp, err := strconv.ParseInt(p[1], 10, 64)
+	if err != nil || !a.now().Before(time.Unix(exp, 0)) {
+		return session{}, false
+	}
+	op, err := b64.DecodeString(p[3])
+	if err != nil {
+		return session{}, false
+	}
+	return session{ID: p[2], Operator: string(op), Expires: time.Unix(exp, 0)}, true
+}
+
+// csrfToken is the session's CSRF token: a MAC of its id, so that it is
+// bound to the session and needs no storage.
+func (a *auth) csrfToken(s session) string {
+	return b64.EncodeToString(a.mac("csrf", s.ID))
+}
+
+func (a *auth) checkCSRF(s session, token string) bool {
+	got, err := b64.DecodeString(token)
+	return err == nil && token != "" && hmac.Equal(got, a.mac("csrf", s.ID))
+}
+
+// flash signs a one-time message shown after a redirect.
+func (a *auth) flash(msg string) string {
+	m := b64.EncodeToString([]byte(msg))
+	return m + "." + b64.EncodeToString(a.mac("flash", m))
+}
+
+func (a *auth) readFlash(v string) string {
+	m, sig, ok := strings.Cut(v, ".")
+	got, err := b64.DecodeString(sig)
+	if !ok || err != nil || !hmac.Equal(got, a.mac("flash", m)) {
+		return ""
+	}
+	b, err := b64.DecodeString(m)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// secure reports whether the request reached us over TLS, directly or
+// through a proxy that says so.
+func secure(r *http.Request) bool {
+	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+}
+
+func (a *auth) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)})
+}
+
+// resolve returns the request's session: the cookie's when valid; without
+// a password, an anonymous one when there is no cookie.
+func (a *auth) resolve(r *http.Request) (session, bool) {
+	if c, err := r.Cookie(sessionCookie); err == nil {
+		if s, ok := a.parseSession(c.Value); ok {
+			return s, true
+		}
+	}
+	if a.open {
+		return session{ID: "open", Operator: OperatorDefault}, true
+	}
+	return session{}, false
+}
+
+// OperatorDefault is the name recorded with actions when the operator gave
+// none at login (or the console has no password and nobody logged in).
+const OperatorDefault = "operator"
+
+// cleanOperator keeps a name short and printable.
+func cleanOperator(s string) string {
+	s = strings.TrimSpace(s)
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	for utf8.RuneCountInString(s) > 64 {
+		_, n := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-n]
+	}
+	if s == "" {
+		return OperatorDefault
+	}
+	return s
+}
+
+// loginLimiter rate-limits login attempts per client address: a burst, then
+// a steady trickle. The map is bounded: idle entries go when it grows.
+type loginLimiter struct {
+	mu      sync.Mutex
+	perMin  float64
+	burst   int
+	clients map[string]*clientLimiter
+}
+
+type clientLimiter struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+const loginLimiterMaxClients = 4096
+
+func newLoginLimiter(perMinute float64, burst int) *loginLimiter {
+	return &loginLimiter{perMin: perMinute, burst: burst, clients: map[string]*clientLimiter{}}
+}
+
+// allow takes a token for the client at now; when none is left it says how
+// long until one is.
+func (l *loginLimiter) allow(client string, now time.Time) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.clients[client]
+	if c == nil {
+		if len(l.clients) >= loginLimiterMaxClients {
+			for k, v := range l.clients {
+				if now.Sub(v.seen) > 10*time.Minute {
+					delete(l.clients, k)
+				}
+			}
+			if len(l.clients) >= loginLimiterMaxClients {
+				clear(l.clients) // a flood of addresses: start over rather than grow
+			}
+		}
+		c = &clientLimiter{lim: rate.NewLimiter(rate.Limit(l.perMin/60), l.burst)}
+		l.clients[client] = c
+	}
+	c.seen = now
+	res := c.lim.ReserveN(now, 1)
+	if !res.OK() {
+		return false, time.Minute
+	}
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// clientAddr is the address rate limits apply to: the TCP peer. Forwarded
+// headers are not trusted for this, since anyone can send them.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// errLoginThrottled is the login limiter's refusal.
+var errLoginThrottled = errors.New("too many login attempts")
+
+func contextWith(ctx context.Context, s session) context.Context {
+	return context.WithValue(ctx, ctxKey{}, s)
+}

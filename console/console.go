@@ -1,0 +1,238 @@
+// Package console is payrecon's operator console: server-rendered pages
+// (html/template, CSS embedded in the binary, no JavaScript needed) on the
+// admin listener, under /console/.
+//
+// # Pages
+//
+// The overview (lag, cycle progress and projection, B × R against G, open
+// findings by kind with the money at stake, the repair and notification
+// queues, dead letters, Stripe's health, and charts of the last 7 days
+// drawn as SVG on the server); the findings list with filters, keyset
+// pagination and a CSV export of the same filter; a finding's page with
+// the payment, what Stripe said and a timeline; a lookup by payment id,
+// order id or PaymentIntent id; the audit log of console actions.
+//
+// # Access
+//
+// With a password (Config.Password) every page and River's dashboard
+// (Protect) need a login: POST /console/login with the form field password
+// (and optionally name, recorded with the operator's actions) sets an
+// HttpOnly, SameSite=Strict session cookie, Secure over TLS or behind a
+// proxy that sends X-Forwarded-Proto: https. Sessions are stateless: an
+// HMAC-signed cookie whose key is derived from the password, so replicas
+// that share the password share sessions. Login attempts are rate-limited
+// per client address and logged (never the password). Without a password the
+// console is open to whoever reaches the admin listener, which the service
+// allows only on a loopback address.
+//
+// Every action (resolve, recheck, retry) is a POST carrying a CSRF token
+// bound to the session; cross-site POSTs are refused before the token is
+// even read (net/http's CrossOriginProtection). Each action is recorded with
+// the operator's name by Actions. Pages only read (ReadModel); the Sampler
+// is the console's only other writer.
+package console
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"payrecon"
+)
+
+// Prefix is where the console is mounted.
+const Prefix = "/console/"
+
+// Defaults of Config.
+const (
+	// SessionTTLDefault is how long a login lasts.
+	SessionTTLDefault = 12 * time.Hour
+	// KDFIterationsDefault is the PBKDF2-SHA256 iteration count that turns
+	// the password into the session key (OWASP's figure).
+	KDFIterationsDefault = 600_000
+	// LoginsPerMinuteDefault and LoginBurstDefault limit login attempts per
+	// client address.
+	LoginsPerMinuteDefault = 6
+	LoginBurstDefault      = 5
+	// PageSizeDefault is the findings list's page size.
+	PageSizeDefault = 50
+)
+
+// Config configures the console.
+type Config struct {
+	// Password, when set, is required to log in. Empty: the console is open.
+	Password string
+	// Read is the read model the pages use.
+	Read ReadModel
+	// Actions are the operator's actions.
+	Actions Actions
+	// StripeHealthFunc, when set, reports the Stripe client's state for the
+	// overview.
+	StripeHealthFunc func() StripeHealth
+	// Logger receives login and action logs; nil discards them.
+	Logger *slog.Logger
+	// Clock gives the time of pages and sessions; default the system clock.
+	Clock payrecon.Clock
+	// SessionTTL is how long a login lasts (default SessionTTLDefault).
+	SessionTTL time.Duration
+	// KDFIterations is PBKDF2's iteration count (default
+	// KDFIterationsDefault; tests lower it).
+	KDFIterations int
+	// LoginsPerMinute and LoginBurst rate-limit logins per client address
+	// (defaults LoginsPerMinuteDefault, LoginBurstDefault).
+	LoginsPerMinute float64
+	LoginBurst      int
+}
+
+// Console serves the console's pages.
+type Console struct {
+	cfg   Config
+	log   *slog.Logger
+	clock payrecon.Clock
+	auth  *auth
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+	cop   *http.CrossOriginProtection
+}
+
+// New builds the console.
+func New(cfg Config) (*Console, error) {
+	if cfg.Read == nil || cfg.Actions == nil {
+		return nil, errors.New("console: a read model and actions are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = payrecon.SystemClock{}
+	}
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = SessionTTLDefault
+	}
+	if cfg.KDFIterations <= 0 {
+		cfg.KDFIterations = KDFIterationsDefault
+	}
+	if cfg.LoginsPerMinute <= 0 {
+		cfg.LoginsPerMinute = LoginsPerMinuteDefault
+	}
+	if cfg.LoginBurst <= 0 {
+		cfg.LoginBurst = LoginBurstDefault
+	}
+	a, err := newAuth(cfg.Password, cfg.KDFIterations, cfg.SessionTTL, cfg.Clock.Now, cfg.LoginsPerMinute, cfg.LoginBurst)
+	if err != nil {
+		return nil, fmt.Errorf("console: session key: %w", err)
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	c := &Console{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, auth: a, pages: pages,
+		mux: http.NewServeMux(), cop: http.NewCrossOriginProtection()}
+	c.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.log.Warn("console: cross-origin request refused", "method", r.Method, "path", r.URL.Path,
+			"origin", r.Header.Get("Origin"), "remote_addr", clientAddr(r))
+		http.Error(w, "cross-origin request refused", http.StatusForbidden)
+	}))
+	c.routes()
+	return c, nil
+}
+
+// Open reports whether the console has no password.
+func (c *Console) Open() bool { return c.auth.open }
+
+// ServeHTTP serves /console/.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "same-origin")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	c.mux.ServeHTTP(w, r)
+}
+
+// Protect wraps another admin handler (River's dashboard) in the console's
+// login and cross-origin protection: without a session, GET and HEAD are
+// sent to the login page and everything else is refused with 401.
+func (c *Console) Protect(h http.Handler) http.Handler {
+	return c.cop.Handler(c.requireSession(h))
+}
+
+// routes is the console's one map.
+func (c *Console) routes() {
+	m := c.mux
+	m.Handle("GET /console/assets/", http.StripPrefix("/console/assets/", assetHandler()))
+	m.HandleFunc("GET /console/login", c.handleLoginPage)
+	m.Handle("POST /console/login", c.cop.Handler(http.HandlerFunc(c.handleLogin)))
+	m.Handle("POST /console/logout", c.action(c.handleLogout))
+
+	m.Handle("GET /console/{$}", c.page(c.handleOverview))
+	m.Handle("GET /console/findings", c.page(c.handleFindings))
+	m.Handle("GET /console/findings.csv", c.requireSession(http.HandlerFunc(c.handleFindingsCSV)))
+	m.Handle("GET /console/findings/{id}", c.page(c.handleFinding))
+	m.Handle("GET /console/lookup", c.page(c.handleLookup))
+	m.Handle("GET /console/audit", c.page(c.handleAudit))
+
+	m.Handle("POST /console/findings/{id}/resolve", c.action(c.handleResolve))
+	m.Handle("POST /console/findings/{id}/recheck", c.action(c.handleRecheck))
+	m.Handle("POST /console/dead-letters/{job}/retry", c.action(c.handleRetry))
+	m.Handle("/console/", c.requireSession(http.NotFoundHandler()))
+}
+
+// requireSession puts the session in the request's context, or turns the
+// request away: GET and HEAD to the login page (then back), others 401.
+func (c *Console) requireSession(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, ok := c.auth.resolve(r)
+		if !ok {
+			w.Header().Set("Cache-Control", "no-store")
+			if r.Method == http.MethodGet || r.Method == http.MethodHead {
+				http.Redirect(w, r, "/console/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			http.Error(w, "log in first: POST /console/login", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r.WithContext(contextWith(r.Context(), s)))
+	})
+}
+
+// action guards a state-changing POST: same-origin only, a session, and the
+// session's CSRF token in the form field csrf.
+func (c *Console) action(h func(http.ResponseWriter, *http.Request, session)) http.Handler {
+	return c.cop.Handler(c.requireSession(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		s := sessionFrom(r.Context())
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, "bad form", http.StatusBadRequest)
+			return
+		}
+		if !c.auth.checkCSRF(s, r.PostForm.Get("csrf")) {
+			c.log.Warn("console: action refused: missing or bad CSRF token", "path", r.URL.Path,
+				"operator", s.Operator, "remote_addr", clientAddr(r))
+			http.Error(w, "missing or bad CSRF token: reload the page and try again", http.StatusForbidden)
+			return
+		}
+		h(w, r, s)
+	})))
+}
+
+// safeNext keeps a post-login redirect on the admin listener's own pages.
+func safeNext(next string) string {
+	if (strings.HasPrefix(next, "/console/") || strings.HasPrefix(next, "/riverui/") || next == "/riverui") &&
+		!strings.HasPrefix(next, "//") && !strings.Contains(next, `\`) {
+		return next
+	}
+	return "/console/"
+}
+
+// redirectWith sends the browser to target with a one-time message.
+func (c *Console) redirectWith(w http.ResponseWriter, r *http.Request, target, msg string) {
+	if msg != "" {
+		c.auth.setCookie(w, r, flashCookie, c.auth.flash(msg), 60)
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}

@@ -1,0 +1,207 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"payrecon"
+	"payrecon/console"
+	"payrecon/postgres"
+	"payrecon/relay"
+	"payrecon/sweep"
+)
+
+// AdminAddrDefault is the admin listener's default address: loopback only.
+const AdminAddrDefault = "127.0.0.1:8081"
+
+// NotifyKind is River's job kind of application notifications (issue 10);
+// the console counts its backlog and dead letters.
+const NotifyKind = "notify"
+
+// ErrConsoleExposed: the admin listener would serve the console and River's
+// dashboard, without a password, beyond this machine.
+var ErrConsoleExposed = errors.New("the console has no password and the admin address is not loopback")
+
+// CheckAdminExposure refuses an admin address other than loopback when the
+// console has no password: anyone who reached it could resolve findings and
+// delete repair jobs. The error is one line naming the fix.
+func CheckAdminExposure(addr string, hasPassword bool) error {
+	if hasPassword {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--admin-addr %q is not host:port: %w", addr, err)
+	}
+	if isLoopback(host) {
+		return nil
+	}
+	return fmt.Errorf("%w: --admin-addr %s would let anyone reach it; set PAYRECON_CONSOLE_PASSWORD (or --console-password-file), or bind --admin-addr to 127.0.0.1",
+		ErrConsoleExposed, addr)
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// newConsole builds the console on the service's parts: the read model on
+// the pool, actions through the same code paths as the CLI (findings
+// resolve, findings recheck, relay --retry), Stripe's health from the
+// limiter and the metrics.
+func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*console.Console, *console.Sampler, error) {
+	reader := postgres.NewConsoleReader(pool, postgres.ConsoleConfig{RepairKind: relay.Kind, NotifyKind: NotifyKind, Clock: s.cfg.Clock})
+	cc := s.cfg.Console
+	cc.Password = s.cfg.ConsolePassword
+	cc.Read = reader
+	cc.Actions = &consoleActions{
+		audit:    postgres.NewConsoleAudit(pool, s.cfg.Clock),
+		findings: postgres.NewFindings(pool, s.cfg.Clock),
+		store:    postgres.NewStore(pool),
+		sweeper:  recheck,
+		gateway:  s.gateway,
+		relay:    s.relay,
+	}
+	cc.Logger = s.cfg.Logger.With("component", "console")
+	cc.Clock = s.cfg.Clock
+	cc.StripeHealthFunc = s.stripeHealth
+	c, err := console.New(cc)
+	if err != nil {
+		return nil, nil, err
+	}
+	sampler := &console.Sampler{Store: reader, Clock: s.cfg.Clock, Logger: cc.Logger}
+	return c, sampler, nil
+}
+
+// stripeHealth reads the limiter and the Stripe request counters.
+func (s *Service) stripeHealth() console.StripeHealth {
+	h := console.StripeHealth{Rate: s.limiter.Limit(), Budget: s.limiter.Budget(), Requests: map[string]float64{}}
+	mfs, err := s.registry.Gather()
+	if err != nil {
+		s.log.Warn("console: gather Stripe metrics", "error", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "payrecon_stripe_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" {
+					h.Requests[l.GetValue()] += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return h
+}
+
+// consoleActions are the console's actions, each recorded in the audit
+// trail with the operator's name.
+type consoleActions struct {
+	audit    *postgres.ConsoleAudit
+	findings *postgres.Findings
+	store    *postgres.Store
+	sweeper  *sweep.Sweeper
+	gateway  payrecon.Gateway
+	relay    *relay.Relay
+}
+
+// Resolve closes the finding and records the action in one statement.
+func (a *consoleActions) Resolve(ctx context.Context, findingID int64, operator, note string) error {
+	return a.audit.Resolve(ctx, findingID, operator, note)
+}
+
+// Recheck is `payrecon findings recheck`: Stripe is asked now, through the
+// sweep's own Recheck, and the finding heals, is superseded or stays.
+func (a *consoleActions) Recheck(ctx context.Context, findingID int64, operator string) (string, error) {
+	f, err := a.findings.Get(ctx, findingID)
+	if err != nil {
+		return "", err
+	}
+	msg, err := a.recheck(ctx, f)
+	outcome := msg
+	if err != nil {
+		outcome = "failed: " + err.Error()
+	}
+	if rerr := a.audit.Record(ctx, console.AuditEntry{Operator: operator, Action: postgres.ConsoleActionRecheck,
+		FindingID: findingID, Outcome: outcome}); rerr != nil {
+		return msg, errors.Join(err, rerr)
+	}
+	return msg, err
+}
+
+func (a *consoleActions) recheck(ctx context.Context, f postgres.Finding) (string, error) {
+	paymentID := int64(0)
+	if f.PaymentID != nil {
+		paymentID = *f.PaymentID
+	} else {
+		id, err := a.audit.PaymentOfIntent(ctx, f.IntentID)
+		if err != nil {
+			return "", err
+		}
+		paymentID = id
+	}
+	if paymentID == 0 { // missing_locally, still no local row: what does Stripe say now?
+		in, err := a.gateway.RetrieveIntent(ctx, f.IntentID)
+		status := string(in.Status)
+		if errors.Is(err, payrecon.ErrNotFound) {
+			status, err = "no such PaymentIntent", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Stripe says %s; PaymentIntent %s still has no local row, so finding %d stays open.", status, f.IntentID, f.ID), nil
+	}
+	row, err := a.store.SweepRow(ctx, paymentID)
+	if err != nil {
+		return "", err
+	}
+	_, checks, err := a.sweeper.Recheck(ctx, []payrecon.PaymentRow{row})
+	if err != nil {
+		return "", err
+	}
+	after, err := a.findings.Get(ctx, f.ID)
+	if err != nil {
+		return "", err
+	}
+	ch := checks[0]
+	observed := string(ch.Observed)
+	if observed == "" {
+		observed = "(not read)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Payment %d: local %s, Stripe %s → %s", row.ID, row.Status, observed, ch.Decision.Verdict)
+	if ch.Decision.Kind != "" {
+		fmt.Fprintf(&b, " (%s)", ch.Decision.Kind)
+	}
+	if after.Open() {
+		fmt.Fprintf(&b, "; finding %d stays open.", f.ID)
+	} else {
+		fmt.Fprintf(&b, "; finding %d resolved: %s.", f.ID, *after.Resolution)
+	}
+	return b.String(), nil
+}
+
+// RetryDeadLetter is `payrecon relay --retry`.
+func (a *consoleActions) RetryDeadLetter(ctx context.Context, jobID int64, operator string) (string, error) {
+	findingID, ferr := a.audit.FindingOfJob(ctx, jobID)
+	job, err := a.relay.Retry(ctx, jobID)
+	msg, outcome := "", ""
+	if err == nil {
+		msg = fmt.Sprintf("Repair job %d retried: %s, attempt %d of %d.", jobID, job.State, job.Attempt, job.MaxAttempts)
+		outcome = msg
+	} else {
+		outcome = "refused: " + err.Error()
+	}
+	rerr := a.audit.Record(ctx, console.AuditEntry{Operator: operator, Action: postgres.ConsoleActionRetry,
+		FindingID: findingID, JobID: jobID, Outcome: outcome})
+	return msg, errors.Join(err, ferr, rerr)
+}
