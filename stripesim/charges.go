@@ -27,7 +27,9 @@ type Money struct {
 
 // SetMoney changes the amount, the amount received and the currency of
 // intent id without recording an event (Stripe sends none for a change made
-// before the payment, and an amount never changes after it). It fails with
+// before the payment, and an amount never changes after it). An intent that
+// received its whole amount goes on receiving all of it when only Amount
+// changes. It fails with
 // ErrNoSuchIntent, and with ErrInvalidAmount for a negative amount or an
 // amount received below what was already refunded.
 func (s *Server) SetMoney(id string, m Money) error {
