@@ -7,12 +7,64 @@ import (
 	"time"
 )
 
-// Intent is the part of a Stripe PaymentIntent the reconciler reads.
+// Intent is the part of a Stripe PaymentIntent the reconciler reads. The
+// status decides the status verdict; the money fields and the latest charge
+// are what the money checks compare with the local amount and currency.
 type Intent struct {
 	ID      string       `json:"id"`
 	Status  StripeStatus `json:"status"`
 	Created time.Time    `json:"created"`
+	// Amount is the amount the intent asks for, in the currency's minor
+	// units (cents; yen for JPY): Stripe's amount.
+	Amount int64 `json:"amount"`
+	// AmountReceived is what was actually collected, in minor units:
+	// Stripe's amount_received, 0 until the intent succeeds and less than
+	// Amount when it was captured for less.
+	AmountReceived int64 `json:"amount_received"`
+	// Currency is the ISO currency code exactly as Stripe gives it, lower
+	// case ("usd", "jpy"); compare it case-insensitively.
+	Currency string `json:"currency"`
+	// Metadata is the intent's metadata (never nil when read from Stripe,
+	// which always sends an object), e.g. to tell payrecon's intents from
+	// those other systems create in the same account.
+	Metadata map[string]string `json:"metadata,omitempty"`
+	// LatestCharge is the intent's latest charge, read in the same request
+	// (expanded); nil when the intent has no charge (nothing was ever
+	// attempted or captured). See Charge.Expanded for a charge that came
+	// back as an id only.
+	LatestCharge *Charge `json:"latest_charge,omitempty"`
 }
+
+// Charge is the part of a Stripe Charge the money checks read: what was
+// captured, what has been refunded since, and whether the cardholder
+// disputed it.
+type Charge struct {
+	// ID is the charge's id ("ch_…"), to name it in findings.
+	ID string `json:"id"`
+	// AmountCaptured is what the charge captured, in minor units: Stripe's
+	// amount_captured (0 while only authorised).
+	AmountCaptured int64 `json:"amount_captured"`
+	// AmountRefunded is the total refunded so far, in minor units, partial
+	// refunds summed: Stripe's amount_refunded.
+	AmountRefunded int64 `json:"amount_refunded"`
+	// Refunded is true once the charge is fully refunded: Stripe's
+	// refunded.
+	Refunded bool `json:"refunded"`
+	// Disputed is true once the cardholder opened a dispute (a chargeback):
+	// Stripe's disputed.
+	Disputed bool `json:"disputed"`
+	// Currency is the charge's currency as Stripe gives it, lower case.
+	Currency string `json:"currency"`
+	// Created is when the charge was made, to date what findings report.
+	Created time.Time `json:"created"`
+}
+
+// Expanded reports whether the charge was read in full. Stripe always
+// expands it when asked, so a charge that came back as an id only (every
+// other field zero) means the request lost its expand parameter on the way
+// (a proxy, a mock): its money fields were not read and must not be taken
+// for "not refunded, not disputed".
+func (c *Charge) Expanded() bool { return c != nil && !c.Created.IsZero() }
 
 // ListQuery selects PaymentIntents by creation time, Stripe's list filter:
 // created ≥ CreatedGTE and ≤ CreatedLTE (whole seconds), newest first,
@@ -39,6 +91,75 @@ type IntentPage struct {
 type Gateway interface {
 	RetrieveIntent(ctx context.Context, id string) (Intent, error)
 	ListIntents(ctx context.Context, q ListQuery) (IntentPage, error)
+}
+
+// EventSource lists Stripe events (GET /v1/events), the way to recover
+// webhooks an endpoint missed: Stripe keeps events for 30 days. It is an
+// interface of its own, not part of Gateway, so the sweep's fakes need not
+// implement it. Errors are mapped as Gateway's are.
+type EventSource interface {
+	ListEvents(ctx context.Context, q EventQuery) (EventPage, error)
+}
+
+// EventQuery selects events, Stripe's list filter. Stripe lists newest
+// first, whichever cursor is used:
+//
+//   - no cursor: the newest Limit events matching the filter;
+//   - StartingAfter = an event id: the page of events immediately older
+//     than it (walking back in time), newest first; HasMore says older ones
+//     remain;
+//   - EndingBefore = an event id: the page of events immediately newer than
+//     it, still newest first within the page; HasMore says newer ones
+//     remain beyond the page.
+//
+// So a reader that walks forward in time (oldest first, as the events
+// catch-up does) starts from a known event, asks EndingBefore = the newest
+// event it has, processes the page from its last element to its first, and
+// asks again with EndingBefore = the page's first (newest) event while
+// HasMore. At most one of StartingAfter and EndingBefore may be set, and the
+// cursor must be an event Stripe still keeps (30 days), or the request is
+// refused.
+type EventQuery struct {
+	// Types keeps only events of these types (at most 20); empty means
+	// every type.
+	Types []string
+	// CreatedGTE keeps events created at or after it (whole seconds,
+	// truncated); zero means unbounded.
+	CreatedGTE time.Time
+	// CreatedLT keeps events created before it (whole seconds, truncated);
+	// zero means unbounded.
+	CreatedLT time.Time
+	// StartingAfter continues towards older events, after this event id.
+	StartingAfter string
+	// EndingBefore continues towards newer events, before this event id.
+	EndingBefore string
+	// Limit is the page size, 1..100; anything else means 100.
+	Limit int
+}
+
+// EventPage is one page of events, newest first (also with EndingBefore).
+type EventPage struct {
+	Events []RawEvent
+	// HasMore says another page follows in the direction of the cursor:
+	// older events for StartingAfter or no cursor, newer ones for
+	// EndingBefore.
+	HasMore bool
+}
+
+// RawEvent is one Stripe event as listed.
+type RawEvent struct {
+	// ID is the event id ("evt_…"), the key webhook deliveries are
+	// deduplicated by.
+	ID string
+	// Type is the event type, e.g. "payment_intent.succeeded".
+	Type string
+	// Created is when Stripe created the event (whole seconds).
+	Created time.Time
+	// JSON is the event object exactly as Stripe sent it in the list, the
+	// same shape as a webhook delivery's body, so it can go through the
+	// parser the webhook endpoint uses (without the signature check: it
+	// came from Stripe's API over TLS with our key).
+	JSON []byte
 }
 
 // Sentinel errors of the Stripe boundary and the store.

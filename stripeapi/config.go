@@ -70,8 +70,9 @@ type Config struct {
 	Clock payrecon.Clock
 	// Logger receives retry warnings; nil discards them.
 	Logger *slog.Logger
-	// ObserveFunc, when set, is called once per RetrieveIntent or
-	// ListIntents with op "retrieve" or "list", the outcome ("ok",
+	// ObserveFunc, when set, is called once per RetrieveIntent, ListIntents
+	// or ListEvents (and per request of CheckAccess) with op "retrieve",
+	// "list" or "events", the outcome ("ok",
 	// "not_found", "rate_limited", "unavailable", "config_error" or
 	// "canceled") and the time the call took, retries included.
 	ObserveFunc func(op, outcome string, d time.Duration)

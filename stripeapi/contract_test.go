@@ -2,10 +2,13 @@ package stripeapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stripe/stripe-go/v85"
 
 	"payrecon"
 	"payrecon/internal/simtest"
@@ -19,7 +22,8 @@ type contractTarget struct {
 	url    string
 	key    string // a key the server accepts
 	badKey string // a key the server rejects with 401
-	id     string // an intent id the server knows
+	id     string // an intent id the server knows, with a charge
+	event  string // an event id the server knows
 }
 
 // runContract is the one set of assertions both targets must pass: the
@@ -34,8 +38,34 @@ func runContract(t *testing.T, tgt contractTarget) {
 	}
 	checkIntent := func(t *testing.T, in payrecon.Intent) {
 		t.Helper()
-		if !strings.HasPrefix(in.ID, "pi_") || !in.Status.Known() || in.Created.IsZero() || in.Created.Unix() <= 0 {
+		if !strings.HasPrefix(in.ID, "pi_") || !in.Status.Known() || in.Created.IsZero() || in.Created.Unix() <= 0 ||
+			in.Amount <= 0 || in.Currency == "" || in.Metadata == nil {
 			t.Errorf("intent %+v does not parse as a PaymentIntent", in)
+		}
+		if c := in.LatestCharge; c != nil && !c.Expanded() {
+			t.Errorf("intent %s: latest charge %+v came back as an id, not expanded", in.ID, *c)
+		}
+	}
+	// checkCharge asserts the charge was expanded and parsed.
+	checkCharge := func(t *testing.T, in payrecon.Intent) {
+		t.Helper()
+		c := in.LatestCharge
+		if c == nil {
+			t.Fatalf("intent %s: no latest charge", in.ID)
+		}
+		if !strings.HasPrefix(c.ID, "ch_") || !c.Expanded() || c.Created.Unix() <= 0 || c.Currency == "" ||
+			c.AmountCaptured < 0 || c.AmountRefunded < 0 || c.AmountRefunded > max(c.AmountCaptured, in.Amount) {
+			t.Errorf("intent %s: charge %+v does not parse as an expanded Charge", in.ID, *c)
+		}
+	}
+	checkEvents := func(t *testing.T, page payrecon.EventPage) {
+		t.Helper()
+		for _, e := range page.Events {
+			var ev stripe.Event
+			if err := json.Unmarshal(e.JSON, &ev); err != nil || ev.ID != e.ID || string(ev.Type) != e.Type || ev.Created != e.Created.Unix() ||
+				!strings.HasPrefix(e.ID, "evt_") || e.Created.Unix() <= 0 {
+				t.Errorf("event %s (%s, %s) does not parse as a Stripe event: %v", e.ID, e.Type, e.Created, err)
+			}
 		}
 	}
 	ctx := context.Background()
@@ -50,6 +80,8 @@ func runContract(t *testing.T, tgt contractTarget) {
 		if in.ID != tgt.id {
 			t.Errorf("retrieved %q, asked for %q", in.ID, tgt.id)
 		}
+		// expand[]=latest_charge is accepted and the charge parses.
+		checkCharge(t, in)
 	})
 
 	t.Run("list one page", func(t *testing.T) {
@@ -61,8 +93,17 @@ func runContract(t *testing.T, tgt contractTarget) {
 		if len(page.Intents) == 0 || len(page.Intents) > 3 {
 			t.Fatalf("%d intents on a page of 3", len(page.Intents))
 		}
+		charged := 0
 		for _, in := range page.Intents {
 			checkIntent(t, in)
+			if in.LatestCharge != nil {
+				checkCharge(t, in)
+				charged++
+			}
+		}
+		// expand[]=data.latest_charge is accepted and the charges parse.
+		if charged == 0 {
+			t.Errorf("no listed intent came with its charge")
 		}
 	})
 
@@ -76,6 +117,43 @@ func runContract(t *testing.T, tgt contractTarget) {
 			Limit:         100,
 		})
 		if err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("list events one page", func(t *testing.T) {
+		t.Parallel()
+		page, err := gateway(t, tgt.key).ListEvents(ctx, payrecon.EventQuery{Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Events) == 0 || len(page.Events) > 2 {
+			t.Fatalf("%d events on a page of 2", len(page.Events))
+		}
+		checkEvents(t, page)
+	})
+
+	t.Run("list events with every parameter", func(t *testing.T) {
+		t.Parallel()
+		now := time.Now()
+		gw := gateway(t, tgt.key)
+		for _, cursor := range []payrecon.EventQuery{{StartingAfter: tgt.event}, {EndingBefore: tgt.event}} {
+			q := cursor
+			q.Types = []string{"payment_intent.succeeded", "payment_intent.canceled", "payment_intent.payment_failed", "charge.refunded", "charge.dispute.created"}
+			q.CreatedGTE = now.Add(-30 * 24 * time.Hour)
+			q.CreatedLT = now.Add(time.Hour)
+			q.Limit = 100
+			page, err := gw.ListEvents(ctx, q)
+			if err != nil {
+				t.Fatalf("%+v: %v", q, err)
+			}
+			checkEvents(t, page)
+		}
+	})
+
+	t.Run("check access", func(t *testing.T) {
+		t.Parallel()
+		if err := gateway(t, tgt.key).CheckAccess(ctx, stripeapi.AccessNeeds{Charges: true, Events: true}); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -98,8 +176,15 @@ func TestContractSimulator(t *testing.T) {
 	for i, st := range payrecon.StripeStatuses {
 		sim.Put(stripesim.Intent{Status: st, Created: time.Now().Add(-time.Duration(i) * time.Hour)})
 	}
-	known := sim.Put(stripesim.Intent{ID: "pi_contract", Created: time.Now().Add(-time.Minute)})
-	runContract(t, contractTarget{url: sim.URL(), key: sim.SecretKey(), badKey: "sk_test_rejected", id: known.ID})
+	known := sim.Put(stripesim.Intent{ID: "pi_contract", Amount: 1500, Currency: "eur", Created: time.Now().Add(-time.Minute)})
+	event, err := sim.SetStatus(known.ID, payrecon.IntentSucceeded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Refund(known.ID, 500); err != nil {
+		t.Fatal(err)
+	}
+	runContract(t, contractTarget{url: sim.URL(), key: sim.SecretKey(), badKey: "sk_test_rejected", id: known.ID, event: event})
 }
 
 // TestContractStripeMock runs the contract against stripe-mock at
@@ -115,6 +200,9 @@ func TestContractStripeMock(t *testing.T) {
 		t.Skip("STRIPE_MOCK_URL is not set")
 	}
 	// stripe-mock accepts any key shaped like a test secret key, echoes the
-	// requested id and answers fixtures (it never 404s).
-	runContract(t, contractTarget{url: url, key: "sk_test_123", badKey: "not_a_key", id: "pi_contract"})
+	// requested id and answers fixtures (it never 404s, and accepts any
+	// cursor). Its fixture intent's latest_charge is null unless expanded,
+	// so a parsed charge proves the expansion was sent and understood; it
+	// answers an expansion spelled wrongly on the list with a 400.
+	runContract(t, contractTarget{url: url, key: "sk_test_123", badKey: "not_a_key", id: "pi_contract", event: "evt_contract"})
 }

@@ -66,18 +66,20 @@ func (f *failure) requestID() string {
 	return f.header.Get("Request-Id")
 }
 
-// translate maps a final failure to ErrNotFound, *payrecon.UnavailableError
-// or *payrecon.ConfigError.
-func (g *Gateway) translate(f *failure) error {
+// translate maps a final failure of operation op to ErrNotFound,
+// *payrecon.UnavailableError or *payrecon.ConfigError.
+func (g *Gateway) translate(op string, f *failure) error {
 	switch {
 	case f.status == http.StatusNotFound && f.stripeErr != nil && f.stripeErr.Code == stripe.ErrorCodeResourceMissing:
 		return fmt.Errorf("%w (request %s)", payrecon.ErrNotFound, f.requestID())
+	case op == opEvents && f.status == http.StatusBadRequest && f.stripeErr != nil && f.stripeErr.Code == stripe.ErrorCodeResourceMissing:
+		// The cursor event is gone: Stripe keeps events for 30 days.
+		return fmt.Errorf("%w: %s", payrecon.ErrNotFound, g.cause(f))
 	case f.status == http.StatusUnauthorized:
 		return &payrecon.ConfigError{StatusCode: f.status,
 			Cause: "Stripe rejected the API key (wrong, revoked or expired, or of another account): check STRIPE_SECRET_KEY"}
 	case f.status == http.StatusForbidden:
-		return &payrecon.ConfigError{StatusCode: f.status,
-			Cause: "the restricted API key lacks read permission on PaymentIntents: grant it PaymentIntents read (rak_payment_intent_read) or set another key in STRIPE_SECRET_KEY"}
+		return &payrecon.ConfigError{StatusCode: f.status, Cause: g.forbiddenCause(op, f)}
 	case f.timedOut || f.status < 400 || f.status == http.StatusConflict || f.status == http.StatusTooManyRequests || f.status >= 500:
 		return &payrecon.UnavailableError{
 			StatusCode:  f.status,
@@ -88,6 +90,40 @@ func (g *Gateway) translate(f *failure) error {
 	}
 	return &payrecon.ConfigError{StatusCode: f.status,
 		Cause: fmt.Sprintf("Stripe rejected the request: %v; check STRIPE_API_BASE and the request", g.cause(f))}
+}
+
+// permissionPattern finds the permission Stripe names in a restricted key's
+// 403: "… Having the 'rak_charge_read' permission would allow this request
+// to continue."
+var permissionPattern = regexp.MustCompile(`'(rak_[a-z0-9_]+)'`)
+
+// dashboardPermissions maps Stripe's permission names to the Dashboard's
+// wording, where an operator grants them to a restricted key.
+var dashboardPermissions = map[string]string{
+	"rak_payment_intent_read": "PaymentIntents: Read",
+	"rak_charge_read":         "Charges: Read",
+	"rak_dispute_read":        "Disputes: Read",
+	"rak_event_read":          "Events: Read",
+}
+
+// forbiddenCause says which permission a restricted key lacks: the one
+// Stripe names in its message (the status is what classifies the error; the
+// message only adds which permission), else those operation op needs.
+func (g *Gateway) forbiddenCause(op string, f *failure) string {
+	const fix = "; grant it to the key in the Stripe Dashboard (Developers > API keys) or set another key in STRIPE_SECRET_KEY"
+	if f.stripeErr != nil {
+		if m := permissionPattern.FindStringSubmatch(f.stripeErr.Msg); m != nil {
+			if name, ok := dashboardPermissions[m[1]]; ok {
+				return fmt.Sprintf("the restricted API key lacks the %s permission (Stripe: %s)%s", name, m[1], fix)
+			}
+			return fmt.Sprintf("the restricted API key lacks the permission Stripe calls %s%s", m[1], fix)
+		}
+	}
+	needs := "PaymentIntents: Read and Charges: Read (the latest charge is read with each PaymentIntent)"
+	if op == opEvents {
+		needs = "Events: Read"
+	}
+	return fmt.Sprintf("Stripe refused the API key access (403); a restricted key needs %s%s", needs, fix)
 }
 
 // cause is the failure as an error whose text is ours: Stripe's message with
@@ -109,7 +145,7 @@ func (g *Gateway) cause(f *failure) error {
 		return &causeError{text: text, err: e}
 	case f.status != 0:
 		ct := f.header.Get("Content-Type")
-		text := fmt.Sprintf("unreadable answer (Content-Type %q)", ct)
+		text := fmt.Sprintf("unreadable answer (Content-Type %q): %s", ct, g.redact(f.err.Error()))
 		if f.status >= 400 {
 			text = fmt.Sprintf("error answer without a Stripe error body (Content-Type %q)", ct)
 		}

@@ -12,14 +12,25 @@ import (
 	"payrecon"
 )
 
-// Gateway reads PaymentIntents from Stripe. It implements payrecon.Gateway
-// and is safe for concurrent use.
+// Gateway reads PaymentIntents, with their latest charge, and events from
+// Stripe. It implements payrecon.Gateway and payrecon.EventSource and is
+// safe for concurrent use.
 type Gateway struct {
 	cfg Config
 	sc  *stripe.Client
 }
 
-var _ payrecon.Gateway = (*Gateway)(nil)
+var (
+	_ payrecon.Gateway     = (*Gateway)(nil)
+	_ payrecon.EventSource = (*Gateway)(nil)
+)
+
+// The expansions that bring the latest charge in the same request as its
+// PaymentIntent: reading the money costs no extra request.
+const (
+	expandChargeRetrieve = "latest_charge"
+	expandChargeList     = "data.latest_charge"
+)
 
 // New returns a Gateway. A missing SecretKey or a malformed APIBase is a
 // *payrecon.ConfigError.
@@ -38,16 +49,19 @@ func New(cfg Config) (*Gateway, error) {
 	return &Gateway{cfg: cfg, sc: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends))}, nil
 }
 
-// RetrieveIntent reads one PaymentIntent (GET /v1/payment_intents/{id}).
+// RetrieveIntent reads one PaymentIntent with its latest charge expanded
+// (GET /v1/payment_intents/{id}?expand[]=latest_charge), in one request.
 // An empty id is reported as not found.
 func (g *Gateway) RetrieveIntent(ctx context.Context, id string) (payrecon.Intent, error) {
 	if id == "" {
 		return payrecon.Intent{}, fmt.Errorf("retrieve payment intent: empty id: %w", payrecon.ErrNotFound)
 	}
 	var pi *stripe.PaymentIntent
-	err := g.do(ctx, "retrieve", func(ctx context.Context) error {
+	err := g.do(ctx, opRetrieve, func(ctx context.Context) error {
 		var err error
-		pi, err = g.sc.V1PaymentIntents.Retrieve(ctx, id, nil)
+		params := &stripe.PaymentIntentRetrieveParams{}
+		params.AddExpand(expandChargeRetrieve)
+		pi, err = g.sc.V1PaymentIntents.Retrieve(ctx, id, params)
 		return err
 	})
 	if err != nil {
@@ -56,21 +70,26 @@ func (g *Gateway) RetrieveIntent(ctx context.Context, id string) (payrecon.Inten
 	return toIntent(pi), nil
 }
 
-// ListIntents reads exactly one page of PaymentIntents (GET
-// /v1/payment_intents), newest first, filtered by created ≥ q.CreatedGTE and
-// ≤ q.CreatedLTE (each truncated to whole seconds; zero means unbounded),
-// continuing after q.StartingAfter. A Limit outside 1..100 means 100. The
-// caller pages on with StartingAfter = the last intent's ID while HasMore.
+// ListIntents reads exactly one page of PaymentIntents with their latest
+// charges expanded (GET /v1/payment_intents?expand[]=data.latest_charge),
+// newest first, filtered by created ≥ q.CreatedGTE and ≤ q.CreatedLTE (each
+// truncated to whole seconds; zero means unbounded), continuing after
+// q.StartingAfter. A Limit outside 1..100 means 100. The caller pages on with
+// StartingAfter = the last intent's ID while HasMore.
 func (g *Gateway) ListIntents(ctx context.Context, q payrecon.ListQuery) (payrecon.IntentPage, error) {
-	limit := int64(q.Limit)
-	if limit < 1 || limit > 100 {
-		limit = 100
-	}
+	return g.listIntents(ctx, q, true)
+}
+
+// listIntents is ListIntents, with or without the charge expansion.
+func (g *Gateway) listIntents(ctx context.Context, q payrecon.ListQuery, expandCharge bool) (payrecon.IntentPage, error) {
 	var page payrecon.IntentPage
-	err := g.do(ctx, "list", func(ctx context.Context) error {
+	err := g.do(ctx, opList, func(ctx context.Context) error {
 		params := &stripe.PaymentIntentListParams{}
 		params.Single = true // one request, one page: the caller paginates
-		params.Limit = stripe.Int64(limit)
+		params.Limit = stripe.Int64(pageLimit(q.Limit))
+		if expandCharge {
+			params.AddExpand(expandChargeList)
+		}
 		if q.StartingAfter != "" {
 			params.StartingAfter = stripe.String(q.StartingAfter)
 		}
@@ -100,11 +119,46 @@ func (g *Gateway) ListIntents(ctx context.Context, q payrecon.ListQuery) (payrec
 	return page, nil
 }
 
+// pageLimit is a list's page size: a limit outside 1..100 means 100.
+func pageLimit(limit int) int64 {
+	if limit < 1 || limit > 100 {
+		return 100
+	}
+	return int64(limit)
+}
+
 func toIntent(pi *stripe.PaymentIntent) payrecon.Intent {
 	return payrecon.Intent{
-		ID:      pi.ID,
-		Status:  payrecon.StripeStatus(pi.Status),
-		Created: time.Unix(pi.Created, 0).UTC(),
+		ID:             pi.ID,
+		Status:         payrecon.StripeStatus(pi.Status),
+		Created:        time.Unix(pi.Created, 0).UTC(),
+		Amount:         pi.Amount,
+		AmountReceived: pi.AmountReceived,
+		Currency:       string(pi.Currency),
+		Metadata:       pi.Metadata,
+		LatestCharge:   toCharge(pi.LatestCharge),
+	}
+}
+
+// toCharge maps the latest charge: nil when the intent has none. A charge
+// Stripe sent as its id alone (not expanded: stripe-go then fills in the ID
+// only) keeps just the ID, so a reader can tell "no charge" from "a charge
+// whose money was not read" (payrecon.Charge.Expanded).
+func toCharge(ch *stripe.Charge) *payrecon.Charge {
+	if ch == nil || ch.ID == "" {
+		return nil
+	}
+	if ch.Object == "" && ch.Created == 0 {
+		return &payrecon.Charge{ID: ch.ID}
+	}
+	return &payrecon.Charge{
+		ID:             ch.ID,
+		AmountCaptured: ch.AmountCaptured,
+		AmountRefunded: ch.AmountRefunded,
+		Refunded:       ch.Refunded,
+		Disputed:       ch.Disputed,
+		Currency:       string(ch.Currency),
+		Created:        time.Unix(ch.Created, 0).UTC(),
 	}
 }
 
@@ -129,14 +183,14 @@ func (g *Gateway) retry(ctx context.Context, op string, call func(context.Contex
 			return err // the caller gave up: its error, not "unavailable"
 		}
 		if attempt >= g.cfg.MaxRetries || !f.retryable() {
-			return g.translate(f)
+			return g.translate(op, f)
 		}
 		if f.status == http.StatusTooManyRequests && g.cfg.RateLimitedFunc != nil {
 			g.cfg.RateLimitedFunc(g.retryAfter(f.header))
 		}
 		wait := g.backoff(attempt, g.retryAfter(f.header))
 		if dl, ok := ctx.Deadline(); ok && g.cfg.Clock.Now().Add(wait).After(dl) {
-			return g.translate(f) // the caller's deadline would pass while waiting
+			return g.translate(op, f) // the caller's deadline would pass while waiting
 		}
 		g.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "stripe request failed; retrying",
 			slog.String("op", op),

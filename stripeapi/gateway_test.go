@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -49,7 +50,9 @@ func TestRetrieveIntent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (payrecon.Intent{ID: "pi_1", Status: payrecon.IntentRequiresCapture, Created: created}); got != want {
+	want := payrecon.Intent{ID: "pi_1", Status: payrecon.IntentRequiresCapture, Created: created,
+		Amount: 1000, Currency: "usd", Metadata: map[string]string{}}
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v, want %+v", got, want)
 	}
 	if _, outcomes := b.rec.snapshot(); !slices.Equal(outcomes, []string{"retrieve:ok"}) {
@@ -168,7 +171,7 @@ func TestErrorMapping(t *testing.T) {
 		{
 			name: "403 restricted key", faults: stripesim.Faults{Forbidden: true}, requests: 1, outcome: "config_error",
 			check: func(t *testing.T, err error) {
-				if c := configError(t, err); c.StatusCode != 403 || !strings.Contains(c.Cause, "read permission on PaymentIntents") {
+				if c := configError(t, err); c.StatusCode != 403 || !strings.Contains(c.Cause, "lacks the PaymentIntents: Read permission") {
 					t.Fatalf("cause %q", c.Cause)
 				}
 			},
@@ -238,7 +241,14 @@ func TestErrorMapping(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := setup(t, stripesim.Config{Faults: tt.faults}, func(c *stripeapi.Config) { c.Timeout = 100 * time.Millisecond })
+			// Only hangs need a short per-attempt timeout; on a loaded
+			// machine (-race, other work) 100 ms also cuts off answers that
+			// are merely slow, and the retry then doubles the requests.
+			timeout := 10 * time.Second
+			if len(tt.fail) > 0 && tt.fail[0].Hang {
+				timeout = 100 * time.Millisecond
+			}
+			b := setup(t, stripesim.Config{Faults: tt.faults}, func(c *stripeapi.Config) { c.Timeout = timeout })
 			b.sim.Put(stripesim.Intent{ID: "pi_1"})
 			b.sim.FailNext(tt.fail...)
 			id := tt.id

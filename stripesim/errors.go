@@ -72,13 +72,41 @@ func rateLimitError() apiError {
 	}
 }
 
-// writeForbidden answers 403 as Stripe does for a restricted key that lacks
-// the permission an endpoint needs.
-func (s *Server) writeForbidden(w http.ResponseWriter, endpoint, key string) {
-	perm := "rak_payment_intent_read"
+// Restricted-key permissions, as Stripe names them in its 403 answers (the
+// Dashboard calls them "PaymentIntents: Read", "Charges: Read", "Events:
+// Read").
+const (
+	PermissionPaymentIntentRead = "rak_payment_intent_read"
+	PermissionChargeRead        = "rak_charge_read"
+	PermissionEventRead         = "rak_event_read"
+)
+
+// endpointPermission is the permission an endpoint itself needs.
+func endpointPermission(endpoint string) string {
 	if endpoint == EndpointListEvents {
-		perm = "rak_event_read"
+		return PermissionEventRead
 	}
+	return PermissionPaymentIntentRead
+}
+
+// requiredPermissions is what a restricted key needs for r, the endpoint's
+// own permission first.
+func requiredPermissions(endpoint string, r *http.Request) []string {
+	perms := []string{endpointPermission(endpoint)}
+	if endpoint == EndpointRetrieveIntent || endpoint == EndpointListIntents {
+		for _, v := range expansions(r.URL.Query()) {
+			if strings.HasSuffix(v, "latest_charge") {
+				perms = append(perms, PermissionChargeRead)
+				break
+			}
+		}
+	}
+	return perms
+}
+
+// writeForbidden answers 403 as Stripe does for a restricted key that lacks
+// perm.
+func (s *Server) writeForbidden(w http.ResponseWriter, perm, key string) {
 	s.writeError(w, http.StatusForbidden, apiError{
 		Type: "invalid_request_error",
 		Message: fmt.Sprintf("The provided key '%s' does not have the required permissions for this endpoint "+
@@ -110,7 +138,7 @@ func (s *Server) writeFailure(w http.ResponseWriter, endpoint string, f Failure)
 	case st == http.StatusUnauthorized:
 		s.writeError(w, st, apiError{Type: "invalid_request_error", Message: msg("Invalid API Key provided: " + maskKey(s.key))})
 	case st == http.StatusForbidden:
-		s.writeForbidden(w, endpoint, s.key)
+		s.writeForbidden(w, endpointPermission(endpoint), s.key)
 	case st == http.StatusNotFound:
 		s.writeError(w, st, apiError{Type: "invalid_request_error", Code: "resource_missing", Message: msg("No such object")})
 	case st == http.StatusConflict:

@@ -60,9 +60,11 @@ type Event struct {
 	ID      string
 	Type    string
 	Created time.Time
-	// IntentID and Status are those of the intent snapshot in data.object.
+	// IntentID is the PaymentIntent the event is about: data.object's id
+	// for payment_intent.* events, its payment_intent for charge.* events.
 	IntentID string
-	Status   payrecon.StripeStatus
+	// Status is the intent's status when the event was recorded.
+	Status payrecon.StripeStatus
 	// Attempts counts webhook deliveries tried, dropped ones included.
 	Attempts int
 	// Delivered is true once a delivery was answered 2xx.
@@ -76,7 +78,7 @@ type eventRec struct {
 	created   int64
 	intentID  string
 	status    payrecon.StripeStatus
-	object    json.RawMessage // the intent when the event happened
+	object    json.RawMessage // data.object: the intent, charge or dispute when the event happened
 	previous  json.RawMessage // previous_attributes, or nil
 	attempts  int
 	delivered bool
@@ -107,25 +109,32 @@ func (l *eventLog) pos(e *eventRec) int {
 	})
 }
 
-// recordEvent records an event about r; s.mu must be held.
-func (s *Server) recordEvent(typ string, r *record, old payrecon.StripeStatus, now time.Time) string {
-	obj, err := json.Marshal(r.json())
-	if err != nil {
-		s.log.Error("stripesim: encode event object", "intent_id", r.id, "error", err)
-		obj = []byte("{}")
-	}
+// recordEvent records an event about intent r whose data.object is object
+// (the intent, its charge or a dispute) and whose
+// data.previous_attributes is previous (nil: none); s.mu must be held.
+func (s *Server) recordEvent(typ string, r *record, object any, previous map[string]any, now time.Time) string {
 	l := s.events
 	l.seq++
 	e := &eventRec{
 		seq: l.seq, id: s.newID("evt_"), typ: typ, created: now.Unix(),
-		intentID: r.id, status: r.status, object: obj,
+		intentID: r.id, status: r.status, object: s.encodeObject(object, r.id),
 	}
-	if old != "" {
-		e.previous, _ = json.Marshal(map[string]string{"status": string(old)})
+	if previous != nil {
+		e.previous = s.encodeObject(previous, r.id)
 	}
 	l.list = slices.Insert(l.list, l.pos(e), e)
 	l.byID[e.id] = e
 	return e.id
+}
+
+// recordIntentEvent records a payment_intent.* event: data.object is the
+// intent as it is now, and previous_attributes its old status, if any.
+func (s *Server) recordIntentEvent(typ string, r *record, old payrecon.StripeStatus, now time.Time) string {
+	var previous map[string]any
+	if old != "" {
+		previous = map[string]any{"status": string(old)}
+	}
+	return s.recordEvent(typ, r, r.json(false), previous, now)
 }
 
 // Events returns every recorded event, oldest first.
@@ -248,6 +257,9 @@ func (f eventFilter) match(e *eventRec, lo, hi int64) bool {
 func (s *Server) handleListEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	p, e := parseListParams(q, isEventFilterKey)
+	if e == nil {
+		_, e = parseExpand(q, "")
+	}
 	if e == nil {
 		var f eventFilter
 		if f, e = parseEventFilter(q); e == nil {

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"slices"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -35,6 +36,14 @@ type Faults struct {
 	// Forbidden answers every request 403 as if the key were a restricted
 	// key without read permission.
 	Forbidden bool
+	// MissingPermissions makes the key a restricted key that lacks these
+	// permissions (PermissionPaymentIntentRead, PermissionChargeRead,
+	// PermissionEventRead): a request that needs one is answered 403 with
+	// Stripe's message naming it. Expanding the latest charge needs
+	// PermissionChargeRead besides the endpoint's own; the simulator asks
+	// for it whenever the expansion is requested, even if no intent in the
+	// answer has a charge.
+	MissingPermissions []string
 	// RateLimit is a token bucket answered with Stripe's 429.
 	RateLimit RateLimit
 }
@@ -76,6 +85,7 @@ type Failure struct {
 // SetFaults replaces the faults in force and resets the rate limiter. It
 // affects requests that have not yet passed the fault checks.
 func (s *Server) SetFaults(f Faults) {
+	f.MissingPermissions = slices.Clone(f.MissingPermissions)
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	s.faults = f
@@ -86,7 +96,9 @@ func (s *Server) SetFaults(f Faults) {
 func (s *Server) Faults() Faults {
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
-	return s.faults
+	f := s.faults
+	f.MissingPermissions = slices.Clone(f.MissingPermissions)
+	return f
 }
 
 // FailNext queues failures for the next requests, one each, to any
@@ -129,13 +141,14 @@ type plan struct {
 	failure      *Failure
 	unauthorized bool
 	forbidden    bool
+	missing      []string // permissions the key lacks; shared, never modified
 }
 
 func (s *Server) plan(intentID string) plan {
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	f := s.faults
-	p := plan{latency: f.Latency, unauthorized: f.Unauthorized, forbidden: f.Forbidden}
+	p := plan{latency: f.Latency, unauthorized: f.Unauthorized, forbidden: f.Forbidden, missing: f.MissingPermissions}
 	if f.Jitter > 0 {
 		p.latency += time.Duration(s.randFloat() * float64(f.Jitter))
 	}

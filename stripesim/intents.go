@@ -15,7 +15,10 @@ import (
 )
 
 // Put stores in, replacing any intent with the same id, without recording an
-// event, and returns it as stored (with defaults applied).
+// event, and returns it as stored (with defaults applied). Unlike Create and
+// Seed it does not validate the money fields, so a test can store a state
+// Stripe never shows (more refunded than captured) to see how a reader
+// copes.
 func (s *Server) Put(in Intent) Intent {
 	r := s.newRecord(in, s.clock.Now())
 	s.mu.Lock()
@@ -25,8 +28,12 @@ func (s *Server) Put(in Intent) Intent {
 }
 
 // Create stores a new intent and records a payment_intent.created event. It
-// fails with ErrDuplicateID if the id exists.
+// fails with ErrDuplicateID if the id exists, and with ErrInvalidAmount for
+// money Stripe never shows (see Intent).
 func (s *Server) Create(in Intent) (Intent, error) {
+	if err := in.validate(); err != nil {
+		return Intent{}, fmt.Errorf("create: %w", err)
+	}
 	now := s.clock.Now()
 	r := s.newRecord(in, now)
 	s.mu.Lock()
@@ -35,18 +42,22 @@ func (s *Server) Create(in Intent) (Intent, error) {
 		return Intent{}, fmt.Errorf("create intent %q: %w", r.id, ErrDuplicateID)
 	}
 	s.intents.put(r)
-	s.recordEvent(EventPaymentIntentCreated, r, "", now)
+	s.recordIntentEvent(EventPaymentIntentCreated, r, "", now)
 	return r.intent(), nil
 }
 
 // Seed stores n new intents, gen(0) … gen(n-1), with one sort and no events:
 // the way to load a million intents. It fails, storing nothing, if an id
-// exists already or repeats.
+// exists already or repeats, or an intent's money is invalid (see Intent).
 func (s *Server) Seed(n int, gen func(i int) Intent) error {
 	now := s.clock.Now()
 	recs := make([]*record, n)
 	for i := range recs {
-		recs[i] = s.newRecord(gen(i), now)
+		in := gen(i)
+		if err := in.validate(); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+		recs[i] = s.newRecord(in, now)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -66,6 +77,9 @@ func (s *Server) SetStatus(id string, status payrecon.StripeStatus) (string, err
 	}
 	old := r.status
 	r.status = status
+	if status == payrecon.IntentSucceeded && old != status {
+		r.chargedAt = now.Unix()
+	}
 	switch {
 	case status == payrecon.IntentCanceled && old != status:
 		r.canceledAt = now.Unix()
@@ -78,7 +92,7 @@ func (s *Server) SetStatus(id string, status payrecon.StripeStatus) (string, err
 	if typ == "" {
 		return "", nil
 	}
-	return s.recordEvent(typ, r, old, now), nil
+	return s.recordIntentEvent(typ, r, old, now), nil
 }
 
 // Delete removes intent id, which then answers 404. It fails with
@@ -116,11 +130,14 @@ func (s *Server) newRecord(in Intent, now time.Time) *record {
 	r := &record{
 		id:       in.ID,
 		amount:   cmp.Or(in.Amount, 1000),
-		currency: cmp.Or(in.Currency, "usd"),
+		currency: strings.ToLower(cmp.Or(in.Currency, "usd")),
 		status:   cmp.Or(in.Status, payrecon.IntentRequiresPaymentMethod),
 		created:  now.Unix(),
 		metadata: maps.Clone(in.Metadata),
+		refunded: in.AmountRefunded,
+		disputed: in.Disputed,
 	}
+	r.received = cmp.Or(in.AmountReceived, r.amount)
 	if r.id == "" {
 		r.id = s.newID("pi_")
 	}
@@ -152,7 +169,7 @@ type intentJSON struct {
 	Customer                *string           `json:"customer"`
 	Description             *string           `json:"description"`
 	LastPaymentError        *apiErrorJSON     `json:"last_payment_error"`
-	LatestCharge            *string           `json:"latest_charge"`
+	LatestCharge            any               `json:"latest_charge"` // nil, the charge id, or the expanded *chargeJSON
 	Livemode                bool              `json:"livemode"`
 	Metadata                map[string]string `json:"metadata"`
 	PaymentMethod           *string           `json:"payment_method"`
@@ -171,7 +188,9 @@ type apiErrorJSON struct {
 	Type        string `json:"type"`
 }
 
-func (r *record) json() intentJSON {
+// json renders the intent; expandCharge renders latest_charge as the Charge
+// object instead of its id.
+func (r *record) json(expandCharge bool) intentJSON {
 	j := intentJSON{
 		ID:                      r.id,
 		Object:                  "payment_intent",
@@ -191,9 +210,12 @@ func (r *record) json() intentJSON {
 	}
 	switch r.status {
 	case payrecon.IntentSucceeded:
-		j.AmountReceived = r.amount
-		charge := "ch_" + strings.TrimPrefix(r.id, "pi_")
-		j.LatestCharge = &charge
+		j.AmountReceived = r.received
+		if expandCharge {
+			j.LatestCharge = r.chargeJSON()
+		} else {
+			j.LatestCharge = r.chargeID()
+		}
 	case payrecon.IntentRequiresCapture:
 		j.AmountCapturable = r.amount
 	case payrecon.IntentCanceled:
@@ -219,7 +241,13 @@ type listJSON[T any] struct {
 }
 
 func (s *Server) handleRetrieveIntent(w http.ResponseWriter, r *http.Request) {
-	if e := onlyExpand(r.URL.Query()); e != nil {
+	q := r.URL.Query()
+	if e := onlyExpand(q); e != nil {
+		s.writeError(w, http.StatusBadRequest, *e)
+		return
+	}
+	expand, e := parseExpand(q, "latest_charge")
+	if e != nil {
 		s.writeError(w, http.StatusBadRequest, *e)
 		return
 	}
@@ -228,7 +256,7 @@ func (s *Server) handleRetrieveIntent(w http.ResponseWriter, r *http.Request) {
 	rec, ok := s.intents.byID[id]
 	var j intentJSON
 	if ok {
-		j = rec.json()
+		j = rec.json(expand)
 	}
 	s.mu.RUnlock()
 	if !ok {
@@ -239,7 +267,13 @@ func (s *Server) handleRetrieveIntent(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleListIntents(w http.ResponseWriter, r *http.Request) {
-	p, e := parseListParams(r.URL.Query(), nil)
+	q := r.URL.Query()
+	p, e := parseListParams(q, nil)
+	if e != nil {
+		s.writeError(w, http.StatusBadRequest, *e)
+		return
+	}
+	expand, e := parseExpand(q, "data.latest_charge")
 	if e != nil {
 		s.writeError(w, http.StatusBadRequest, *e)
 		return
@@ -275,7 +309,7 @@ func (s *Server) handleListIntents(w http.ResponseWriter, r *http.Request) {
 		out.HasMore = to < end
 	}
 	for _, rec := range x.order[from:to] {
-		out.Data = append(out.Data, rec.json())
+		out.Data = append(out.Data, rec.json(expand))
 	}
 	s.mu.RUnlock()
 	writeJSON(w, http.StatusOK, out)
@@ -364,6 +398,40 @@ func (p *listParams) narrow(key string, ts int64) {
 
 func isExpand(key string) bool {
 	return key == "expand" || strings.HasPrefix(key, "expand[")
+}
+
+// expansions returns the values of every expand parameter: "expand[]=a",
+// "expand[0]=a", and the unbracketed "expand=a" form-encoders also send.
+func expansions(q url.Values) []string {
+	var out []string
+	for key, vals := range q {
+		if isExpand(key) {
+			out = append(out, vals...)
+		}
+	}
+	return out
+}
+
+// parseExpand reports whether the latest charge is to be expanded. charge
+// is how the endpoint spells that expansion ("latest_charge" on retrieve,
+// "data.latest_charge" on list; "" where there is none). Any other expansion
+// is answered as Stripe answers a property that cannot be expanded: 400
+// invalid_request_error, with Stripe's hint when a list was asked to expand
+// an item's property without "data.".
+func parseExpand(q url.Values, charge string) (bool, *apiError) {
+	expand := false
+	for _, v := range expansions(q) {
+		if charge != "" && v == charge {
+			expand = true
+			continue
+		}
+		msg := fmt.Sprintf("This property cannot be expanded (%s).", v)
+		if charge != "" && "data."+v == charge {
+			msg += fmt.Sprintf(" You may want to try expanding '%s' instead.", charge)
+		}
+		return false, &apiError{Type: "invalid_request_error", Message: msg}
+	}
+	return expand, nil
 }
 
 // onlyExpand rejects every parameter but expand, as Stripe does on retrieve.

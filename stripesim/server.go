@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,8 +310,16 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, endpoint stri
 		})
 		return false
 	case p.forbidden:
-		s.writeForbidden(w, endpoint, given)
+		s.writeForbidden(w, endpointPermission(endpoint), given)
 		return false
+	}
+	if len(p.missing) > 0 && endpoint != EndpointOther {
+		for _, perm := range requiredPermissions(endpoint, r) {
+			if slices.Contains(p.missing, perm) {
+				s.writeForbidden(w, perm, given)
+				return false
+			}
+		}
 	}
 	return true
 }

@@ -18,19 +18,61 @@ var (
 	ErrNoSuchIntent = errors.New("stripesim: no such payment intent")
 	// ErrDuplicateID: Create or Seed was given an id that already exists.
 	ErrDuplicateID = errors.New("stripesim: duplicate payment intent id")
+	// ErrNoCharge: Refund or Dispute of an intent that has no charge (it
+	// has not succeeded).
+	ErrNoCharge = errors.New("stripesim: payment intent has no charge")
+	// ErrInvalidAmount: a negative amount, or money that contradicts itself
+	// (more refunded than captured).
+	ErrInvalidAmount = errors.New("stripesim: invalid amount")
+	// ErrRefundTooLarge: a refund of more than the charge has left
+	// unrefunded (Stripe's amount_too_large).
+	ErrRefundTooLarge = errors.New("stripesim: refund amount is greater than the unrefunded amount")
+	// ErrAlreadyRefunded: a refund of a charge that is fully refunded
+	// (Stripe's charge_already_refunded).
+	ErrAlreadyRefunded = errors.New("stripesim: charge already refunded")
+	// ErrChargeDisputed: a refund of a disputed charge (Stripe's
+	// charge_disputed), or a second dispute of one.
+	ErrChargeDisputed = errors.New("stripesim: charge is disputed")
 )
 
 // Intent is a PaymentIntent as the simulator stores it. Zero fields get
 // defaults when stored: a generated "pi_…" ID, Amount 1000, Currency "usd",
 // Status requires_payment_method and Created = the simulator's clock.
+//
+// A succeeded intent has a charge ("ch_" + the intent id's suffix) that
+// captured AmountReceived; AmountRefunded and Disputed are that charge's
+// state. Other statuses have no charge, and Stripe shows amount_received 0
+// for them.
 type Intent struct {
-	ID       string
-	Amount   int64
+	ID     string
+	Amount int64
+	// AmountReceived is what the charge captures when the intent succeeds;
+	// zero means Amount. Less than Amount is an intent captured for less.
+	AmountReceived int64
+	// Currency is stored lower case, as Stripe shows it.
 	Currency string
 	Status   payrecon.StripeStatus
 	// Created is kept in whole seconds, as Stripe does.
 	Created  time.Time
 	Metadata map[string]string
+	// AmountRefunded is the charge's refunded total. Refund changes it
+	// and records the event; setting it here records none.
+	AmountRefunded int64
+	// Disputed is the charge's disputed flag. Dispute sets it and records
+	// the event; setting it here records none.
+	Disputed bool
+}
+
+// validate refuses money Stripe never shows: negative amounts, or more
+// refunded than captured.
+func (in Intent) validate() error {
+	if in.Amount < 0 || in.AmountReceived < 0 || in.AmountRefunded < 0 {
+		return fmt.Errorf("intent %q: negative amount: %w", in.ID, ErrInvalidAmount)
+	}
+	if in.AmountRefunded > cmp.Or(in.AmountReceived, in.Amount, 1000) {
+		return fmt.Errorf("intent %q: refunded %d of %d captured: %w", in.ID, in.AmountRefunded, cmp.Or(in.AmountReceived, in.Amount, 1000), ErrInvalidAmount)
+	}
+	return nil
 }
 
 // record is one stored intent. Records are ordered newest first: created
@@ -39,21 +81,28 @@ type record struct {
 	id         string
 	created    int64
 	amount     int64
+	received   int64 // captured when succeeded
 	currency   string
 	status     payrecon.StripeStatus
 	canceledAt int64
 	failed     bool // the last payment attempt failed: last_payment_error is set
 	metadata   map[string]string
+	chargedAt  int64 // the charge's created; 0 means the intent's created
+	refunded   int64 // the charge's amount_refunded
+	disputed   bool
 }
 
 func (r *record) intent() Intent {
 	return Intent{
-		ID:       r.id,
-		Amount:   r.amount,
-		Currency: r.currency,
-		Status:   r.status,
-		Created:  time.Unix(r.created, 0).UTC(),
-		Metadata: maps.Clone(r.metadata),
+		ID:             r.id,
+		Amount:         r.amount,
+		AmountReceived: r.received,
+		Currency:       r.currency,
+		Status:         r.status,
+		Created:        time.Unix(r.created, 0).UTC(),
+		Metadata:       maps.Clone(r.metadata),
+		AmountRefunded: r.refunded,
+		Disputed:       r.disputed,
 	}
 }
 
