@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
 
 	"riverqueue.com/riverui"
 
@@ -272,74 +272,75 @@ func (s *Service) handleReady(w http.ResponseWriter, r *http.Request) {
 // Run serves until ctx ends (returns nil after a clean shutdown) or a
 // component fails (returns its error after stopping the others): a
 // configuration error from Stripe, an outage longer than the sweep's
-// patience, a listener that cannot bind.
+// patience, a listener that cannot bind. The components run in one
+// errgroup: the first to fail cancels the group's context, which starts
+// the shutdown of all of them.
 func (s *Service) Run(ctx context.Context) error {
 	ln, err := net.Listen("tcp", s.cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (--http-addr): %w", s.cfg.HTTPAddr, err)
 	}
-	s.addr.Store(ln.Addr().String())
-	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
-		WriteTimeout: publicWriteTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
 	adminLn, err := net.Listen("tcp", s.cfg.AdminAddr)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("listen on %s (--admin-addr): %w", s.cfg.AdminAddr, err)
 	}
+	s.addr.Store(ln.Addr().String())
 	s.adminAddr.Store(adminLn.Addr().String())
+	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: publicWriteTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
 	adminSrv := &http.Server{Handler: s.admin, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
 		WriteTimeout: adminWriteTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
 
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if err := s.relay.Start(runCtx); err != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	if err := s.relay.Start(gctx); err != nil {
 		ln.Close()
 		adminLn.Close()
 		return fmt.Errorf("start repair workers: %w", err)
 	}
-	if err := s.ui.Start(runCtx); err != nil {
+	if err := s.ui.Start(gctx); err != nil {
 		ln.Close()
 		adminLn.Close()
 		_ = s.relay.Stop(context.WithoutCancel(ctx))
 		return fmt.Errorf("start queue dashboard: %w", err)
 	}
-
-	var (
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	fail := func(err error) {
-		if err != nil {
-			errOnce.Do(func() { firstErr = err })
+	serve := func(sv *http.Server, l net.Listener, what string) func() error {
+		return func() error {
+			if err := sv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			return nil
 		}
-		cancel()
 	}
-	wg.Add(4)
-	go func() {
-		defer wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fail(fmt.Errorf("http server: %w", err))
+	g.Go(serve(srv, ln, "http server"))
+	g.Go(serve(adminSrv, adminLn, "admin http server"))
+	g.Go(func() error {
+		_ = s.sampler.Run(gctx) // returns when gctx ends; a failed sample is logged
+		return nil
+	})
+	g.Go(func() error {
+		// The sweep returns after its batch in progress commits (or is
+		// discarded whole), nil when gctx ended.
+		if err := s.sweeper.Run(gctx, s.cfg.SweepProgress); err != nil {
+			return fmt.Errorf("sweep: %w", err)
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		if err := adminSrv.Serve(adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fail(fmt.Errorf("admin http server: %w", err))
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		s.stopping.Store(true)
+		s.log.Info("shutting down: finishing the batch in progress, in-flight requests and repairs")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+		defer cancel()
+		for _, sv := range []*http.Server{srv, adminSrv} {
+			if err := sv.Shutdown(sctx); err != nil {
+				s.log.Warn("http server did not finish in time; abandoning in-flight requests", "error", err)
+				_ = sv.Close()
+			}
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		_ = s.sampler.Run(runCtx) // returns when runCtx ends; a failed sample is logged
-	}()
-	go func() {
-		defer wg.Done()
-		err := s.sweeper.Run(runCtx, s.cfg.SweepProgress)
-		if err != nil {
-			fail(fmt.Errorf("sweep: %w", err))
-		}
-	}()
+		return nil
+	})
 	s.log.Info("payrecon is running", "http_addr", s.Addr(), "admin_addr", s.AdminAddr(),
 		"console_url", "http://"+s.AdminAddr()+console.Prefix, "job", s.sweeper.Config().Job, "rps", s.cfg.RPS)
 	if s.console.Open() {
@@ -350,21 +351,12 @@ func (s *Service) Run(ctx context.Context) error {
 		s.cfg.Ready(s.Addr())
 	}
 
-	<-runCtx.Done()
-	s.stopping.Store(true)
-	s.log.Info("shutting down: finishing the batch in progress, in-flight requests and repairs")
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
-	defer scancel()
-	for _, sv := range []*http.Server{srv, adminSrv} {
-		if err := sv.Shutdown(sctx); err != nil {
-			s.log.Warn("http server did not finish in time; abandoning in-flight requests", "error", err)
-			_ = sv.Close()
-		}
-	}
-	wg.Wait() // the sweep returns after its batch in progress commits (or is discarded whole)
-	if err := s.relay.Stop(sctx); err != nil {
-		s.log.Warn("repair workers did not stop cleanly", "error", err)
+	err = g.Wait()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownTimeout)
+	defer cancel()
+	if serr := s.relay.Stop(sctx); serr != nil {
+		s.log.Warn("repair workers did not stop cleanly", "error", serr)
 	}
 	s.log.Info("stopped")
-	return firstErr
+	return err
 }
