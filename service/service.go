@@ -62,7 +62,7 @@ type Config struct {
 	Sweep sweep.Config
 	// RPS is the Stripe request budget per second (0: unlimited).
 	RPS float64
-	// Stripe configures the Stripe client; its Logger, ObserveFunc and
+	// Stripe configures the Stripe client; its Logger, Registerer and
 	// RateLimitedFunc are set by the service.
 	Stripe stripeapi.Config
 	// Gateway, when set, is used instead of building one from Stripe.
@@ -146,7 +146,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if gw == nil {
 		sc := cfg.Stripe
 		sc.Logger = cfg.Logger.With("component", "stripe")
-		sc.ObserveFunc = stripeapi.NewMetrics(s.registry)
+		sc.Registerer = s.registry
 		sc.RateLimitedFunc = s.limiter.OnRateLimited
 		g, err := stripeapi.New(sc)
 		if err != nil {

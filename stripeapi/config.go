@@ -13,6 +13,7 @@ import (
 
 	"payrecon/internal/redact"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stripe/stripe-go/v85"
 
 	"payrecon"
@@ -70,12 +71,14 @@ type Config struct {
 	Clock payrecon.Clock
 	// Logger receives retry warnings; nil discards them.
 	Logger *slog.Logger
-	// ObserveFunc, when set, is called once per RetrieveIntent, ListIntents
-	// or ListEvents (and per request of CheckAccess) with op "retrieve",
-	// "list" or "events", the outcome ("ok",
-	// "not_found", "rate_limited", "unavailable", "config_error" or
-	// "canceled") and the time the call took, retries included.
-	ObserveFunc func(op, outcome string, d time.Duration)
+	// Registerer receives the gateway's metrics (nil: not registered):
+	// payrecon_stripe_requests_total{op,outcome} and
+	// payrecon_stripe_request_duration_seconds{op}, once per RetrieveIntent,
+	// ListIntents or ListEvents (and per request of CheckAccess) with op
+	// "retrieve", "list" or "events", the outcome ("ok", "not_found",
+	// "rate_limited", "unavailable", "config_error" or "canceled") and the
+	// time the call took, retries included.
+	Registerer prometheus.Registerer
 }
 
 // withDefaults validates c and fills in its zero fields.

@@ -200,7 +200,7 @@ func (g *Gateway) retryAfter(h http.Header) time.Duration {
 	return min(max(d, 0), limit)
 }
 
-// Outcomes reported to Config.ObserveFunc.
+// Outcomes, the "outcome" label of payrecon_stripe_requests_total.
 const (
 	OutcomeOK          = "ok"
 	OutcomeNotFound    = "not_found"

@@ -11,7 +11,7 @@ import (
 	"payrecon"
 )
 
-// Operation names reported to Config.ObserveFunc (the "op" label).
+// Operation names, the "op" label of the gateway's metrics.
 const (
 	opRetrieve = "retrieve"
 	opList     = "list"
@@ -21,7 +21,7 @@ const (
 // ListEvents reads exactly one page of events (GET /v1/events), filtered by
 // q (see payrecon.EventQuery for the cursor semantics), through the same
 // retries and error translation as the PaymentIntent reads, reported to
-// ObserveFunc as op "events". Events come newest first, as Stripe lists them,
+// the metrics as op "events". Events come newest first, as Stripe lists them,
 // also when q.EndingBefore is set. A cursor event Stripe no longer has (it
 // keeps events for 30 days) is an error matching payrecon.ErrNotFound.
 //

@@ -272,7 +272,7 @@ func TestListEventsErrors(t *testing.T) {
 		t.Fatalf("cause %q", c.Cause)
 	}
 	_, outcomes := eb.rec.snapshot()
-	if want := []string{"events:not_found", "events:not_found", "events:ok", "events:unavailable", "events:config_error"}; !slices.Equal(outcomes, want) {
+	if want := []string{"events:config_error", "events:not_found", "events:not_found", "events:ok", "events:unavailable"}; !slices.Equal(outcomes, want) {
 		t.Errorf("outcomes %v, want %v", outcomes, want)
 	}
 }

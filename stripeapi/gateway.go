@@ -16,8 +16,9 @@ import (
 // Stripe. It implements payrecon.Gateway and payrecon.EventSource and is
 // safe for concurrent use.
 type Gateway struct {
-	cfg Config
-	sc  *stripe.Client
+	cfg     Config
+	sc      *stripe.Client
+	metrics *metrics
 }
 
 var (
@@ -46,7 +47,7 @@ func New(cfg Config) (*Gateway, error) {
 		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
 		EnableTelemetry:   stripe.Bool(false),
 	})
-	return &Gateway{cfg: cfg, sc: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends))}, nil
+	return &Gateway{cfg: cfg, sc: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends)), metrics: newMetrics(cfg.Registerer)}, nil
 }
 
 // RetrieveIntent reads one PaymentIntent with its latest charge expanded
@@ -163,13 +164,11 @@ func toCharge(ch *stripe.Charge) *payrecon.Charge {
 }
 
 // do runs call with retries, translates its failure and reports the outcome
-// to ObserveFunc.
+// to the metrics.
 func (g *Gateway) do(ctx context.Context, op string, call func(context.Context) error) error {
 	start := g.cfg.Clock.Now()
 	err := g.retry(ctx, op, call)
-	if g.cfg.ObserveFunc != nil {
-		g.cfg.ObserveFunc(op, outcome(err), g.cfg.Clock.Now().Sub(start))
-	}
+	g.metrics.observe(op, outcome(err), g.cfg.Clock.Now().Sub(start))
 	return err
 }
 

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"payrecon"
 	"payrecon/internal/testkit"
 	"payrecon/stripeapi"
@@ -314,7 +316,7 @@ func TestConnectionRefused(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	rec := &recorder{}
+	rec := &recorder{reg: prometheus.NewRegistry()}
 	gw, err := stripeapi.New(stripeapi.Config{SecretKey: "sk_test_x", APIBase: "http://" + addr,
 		HTTPClient: newClient(t), SleepFunc: rec.sleep, JitterFunc: func() float64 { return 0 }})
 	if err != nil {

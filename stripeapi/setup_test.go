@@ -5,9 +5,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"payrecon/internal/simtest"
 	"payrecon/stripeapi"
@@ -23,11 +26,12 @@ type testBundle struct {
 	logs *syncBuffer
 }
 
-// recorder records the gateway's waits and observations.
+// recorder records the gateway's waits, and holds the registry its metrics
+// go to.
 type recorder struct {
-	mu       sync.Mutex
-	waits    []time.Duration
-	outcomes []string
+	mu    sync.Mutex
+	waits []time.Duration
+	reg   *prometheus.Registry
 }
 
 func (r *recorder) sleep(ctx context.Context, d time.Duration) error {
@@ -37,16 +41,33 @@ func (r *recorder) sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-func (r *recorder) observe(op, outcome string, _ time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.outcomes = append(r.outcomes, op+":"+outcome)
-}
-
+// snapshot returns the waits in order, and the calls counted by
+// payrecon_stripe_requests_total as "op:outcome", one per call, sorted.
 func (r *recorder) snapshot() ([]time.Duration, []string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]time.Duration(nil), r.waits...), append([]string(nil), r.outcomes...)
+	waits := append([]time.Duration(nil), r.waits...)
+	r.mu.Unlock()
+	var outcomes []string
+	families, err := r.reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "payrecon_stripe_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for range int(m.GetCounter().GetValue()) {
+				outcomes = append(outcomes, labels["op"]+":"+labels["outcome"])
+			}
+		}
+	}
+	slices.Sort(outcomes)
+	return waits, outcomes
 }
 
 // syncBuffer is a goroutine-safe log sink.
@@ -72,15 +93,15 @@ func (b *syncBuffer) String() string {
 func setup(t testing.TB, simCfg stripesim.Config, edit func(*stripeapi.Config)) *testBundle {
 	t.Helper()
 	sim := simtest.Start(t, simCfg)
-	b := &testBundle{sim: sim, rec: &recorder{}, logs: &syncBuffer{}}
+	b := &testBundle{sim: sim, rec: &recorder{reg: prometheus.NewRegistry()}, logs: &syncBuffer{}}
 	cfg := stripeapi.Config{
-		SecretKey:   sim.SecretKey(),
-		APIBase:     sim.URL(),
-		HTTPClient:  newClient(t),
-		SleepFunc:   b.rec.sleep,
-		JitterFunc:  func() float64 { return 0.5 },
-		Logger:      slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		ObserveFunc: b.rec.observe,
+		SecretKey:  sim.SecretKey(),
+		APIBase:    sim.URL(),
+		HTTPClient: newClient(t),
+		SleepFunc:  b.rec.sleep,
+		JitterFunc: func() float64 { return 0.5 },
+		Logger:     slog.New(slog.NewTextHandler(b.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Registerer: b.rec.reg,
 	}
 	if edit != nil {
 		edit(&cfg)
