@@ -111,7 +111,7 @@ func paymentsRelkind(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 
 // CheckPaymentsShape checks, reading only the catalogue, that payments (the
 // relation search_path finds under that name) is something payrecon can
-// work with: a table or a view, with every column payrecon reads and writes
+// work with: a plain table or a view, with every column payrecon reads and writes
 // (id, order_id, stripe_payment_intent_id, status, version, created_at,
 // updated_at, and the reconciler's observed_external_status and
 // last_reconciled_at) of a type it can use, those it writes updatable, and
@@ -131,7 +131,12 @@ func CheckPaymentsShape(ctx context.Context, pool *pgxpool.Pool) error {
 	switch rel.relkind {
 	case "":
 		return nil // 00001 creates the seed's table in current_schema()
-	case relkindTable, relkindPartitioned, relkindView:
+	case relkindTable, relkindView:
+	case relkindPartitioned:
+		// 00005 cannot build its indexes CONCURRENTLY on it, and a foreign
+		// key needs a unique id, which partitioning by time rarely gives.
+		return &PaymentsShapeError{Relation: rel.name,
+			Problems: []string{"it is a partitioned table: put a view in front of it and index its partitions yourself"}}
 	default:
 		what := relkindNames[rel.relkind]
 		if what == "" {
