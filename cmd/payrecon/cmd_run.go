@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"payrecon/internal/redact"
+	"payrecon/postgres"
 	"payrecon/relay"
 	"payrecon/service"
 	"payrecon/stripeapi"
@@ -21,6 +22,8 @@ type runCmd struct {
 	Workers       int           `default:"20" help:"Repair commands applied at once."`
 	MaxAttempts   int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
 	RescueAfter   time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River hands it to another (each attempt is cut off at a third of this)."`
+	retainFlags
+	PruneInterval time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often history past its --retain-* is deleted (a River periodic job, on one replica); 0: never."`
 }
 
 func (c *runCmd) Run(a *app) error {
@@ -36,6 +39,17 @@ func (c *runCmd) Run(a *app) error {
 	default:
 		cfg.MinCycle = c.MinCycle
 	}
+	if c.PruneInterval < 0 {
+		return usageError{fmt.Errorf("--prune-interval must not be negative, got %s (0 means never)", c.PruneInterval)}
+	}
+	rc, err := c.retainFlags.relayConfig(relay.Config{Workers: c.Workers, MaxAttempts: c.MaxAttempts,
+		RescueStuckJobsAfter: c.RescueAfter, JobTimeout: c.RescueAfter / 3, PruneInterval: c.PruneInterval})
+	if err != nil {
+		return err
+	}
+	if c.PruneInterval == 0 {
+		rc.PruneInterval = -1 // never (a zero Config field would mean the default)
+	}
 	if c.RescueAfter < 3*time.Second {
 		return usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
 	}
@@ -43,7 +57,12 @@ func (c *runCmd) Run(a *app) error {
 		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", orDefault(c.StripeAPIBase, "https://api.stripe.com"),
 		"stripe_webhook_secret", redactSecretList(c.WebhookSecret), "http_addr", c.HTTPAddr, "job", cfg.Job,
 		"batch", c.Batch, "grace", c.Grace, "rps", c.RPS, "concurrency", c.Concurrency, "mode", c.Mode,
-		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts)
+		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts, "prune_interval", c.PruneInterval,
+		"retain_outbox", postgres.FormatRetention(time.Duration(c.RetainOutbox)),
+		"retain_webhook_events", postgres.FormatRetention(time.Duration(c.RetainWebhookEvents)),
+		"retain_river_jobs", postgres.FormatRetention(time.Duration(c.RetainRiverJobs)),
+		"retain_console_samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples)),
+		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)))
 	pool, err := a.openMigratedDBWith(int32(c.Workers + c.Concurrency + 8))
 	if err != nil {
 		return err
@@ -59,8 +78,7 @@ func (c *runCmd) Run(a *app) error {
 			Timeout:   c.StripeTimeout,
 		},
 		WebhookSecrets: splitList(c.WebhookSecret),
-		Relay: relay.Config{Workers: c.Workers, MaxAttempts: c.MaxAttempts,
-			RescueStuckJobsAfter: c.RescueAfter, JobTimeout: c.RescueAfter / 3},
+		Relay:          rc,
 		Logger: a.logger,
 	})
 	if err != nil {
