@@ -79,7 +79,7 @@ func (c *runCmd) Run(a *app) error {
 		},
 		WebhookSecrets: splitList(c.WebhookSecret),
 		Relay:          rc,
-		Logger: a.logger,
+		Logger:         a.logger,
 	})
 	if err != nil {
 		return configError{err}
