@@ -301,10 +301,12 @@ func (p *Pruner) pruneTarget(ctx context.Context, tg PruneTarget, now time.Time,
 			break // the range is exhausted
 		}
 		// The next batch starts at the last row examined: rows at that very
-		// time not yet examined are not missed. A whole batch of kept rows
-		// at one time would hold the walk in place: step past it.
+		// time not yet examined are not missed (the ones deleted are gone,
+		// the kept ones are looked at again). Only a whole batch at one time
+		// with nothing deleted (all kept, or held by another pruner, which
+		// then deletes them) would hold the walk in place: step past it.
 		next := *last
-		if from.InfinityModifier == pgtype.Finite && !next.After(from.Time) {
+		if deleted == 0 && from.InfinityModifier == pgtype.Finite && !next.After(from.Time) {
 			next = from.Time.Add(time.Microsecond)
 		}
 		from = pgtype.Timestamptz{Time: next, Valid: true}

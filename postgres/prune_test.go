@@ -248,6 +248,34 @@ func TestPruneInBoundedBatches(t *testing.T) {
 	}
 }
 
+// Rows that share one time (a sweep resolves a batch of findings at one
+// instant) all go, in batches smaller than the group, around the kept ones.
+func TestPruneRowsOfTheSameInstant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewDB(t)
+	pgtest.Exec(t, pool, `INSERT INTO stripe_webhook_events (event_id, event_type, received_at, outcome)
+		SELECT 'evt_' || g, 'x', $1, 'ignored' FROM generate_series(1, 950) g`, ago(60*postgres.Day))
+	pgtest.Exec(t, pool, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload, processed_at, outcome)
+		SELECT 'Payment', '1', 'ApplyPaymentSucceeded', '{}', $1, 'applied' FROM generate_series(1, 300) g`, ago(60*postgres.Day))
+	// Every sixth command's job is still kept.
+	pgtest.Exec(t, pool, `INSERT INTO river_job (args, kind, max_attempts, queue, state, finalized_at, attempt)
+		SELECT jsonb_build_object('outbox_id', id), 'payrecon_repair', 8, 'repairs', 'completed', now(), 1
+		  FROM outbox WHERE id % 6 = 0`)
+	kept := pgtest.Count(t, pool, "SELECT count(*) FROM outbox WHERE id % 6 = 0")
+	rep, err := newPruner(t, pool, postgres.PrunerConfig{BatchSize: 70}).Prune(ctx, postgres.PruneOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := target(rep, postgres.PruneWebhookEvents); w.Deleted != 950 {
+		t.Errorf("webhook events of one instant: %+v, want all 950 deleted", w)
+	}
+	if o := target(rep, postgres.PruneOutbox); o.Deleted != int64(300-kept) ||
+		pgtest.Count(t, pool, "SELECT count(*) FROM outbox") != kept {
+		t.Errorf("outbox commands of one instant: %+v, want %d deleted and the %d with a job kept", o, 300-kept, kept)
+	}
+}
+
 // A run with a deadline stops starting batches at it and says so; the next
 // run finishes the work.
 func TestPruneStopsAtItsDeadline(t *testing.T) {

@@ -177,7 +177,7 @@ func TestConfigurationErrorsAreOneClearLine(t *testing.T) {
 		{"missing webhook body in classify", b.env, []string{"classify", "paid"}, 2, "two statuses"},
 	}
 	for _, cmd := range [][]string{{"status"}, {"findings", "list"}, {"findings", "show", "1"}, {"relay", "--drain"},
-		{"plan", "--from-db"}, {"scan", "--once"}, {"run"}, {"migrate"}} {
+		{"plan", "--from-db"}, {"scan", "--once"}, {"run"}, {"migrate"}, {"prune", "--once"}} {
 		cases = append(cases, struct {
 			name string
 			env  map[string]string
