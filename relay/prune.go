@@ -22,9 +22,11 @@ const (
 	// PruneIntervalDefault is how often River's leader schedules a prune.
 	PruneIntervalDefault = time.Hour
 	// PruneBudget is how long one periodic prune may run before it stops
-	// starting batches; the rest waits for the next one. It bounds the job
-	// (its River timeout is twice this), so a prune never looks stuck.
-	PruneBudget = time.Minute
+	// starting batches; the rest waits for the next one (hundreds of
+	// thousands of rows fit in it: docs/benchmarks.md). It bounds the job
+	// (its River timeout is twice this, so a prune never looks stuck) and
+	// how long a stopping service waits for a prune in progress.
+	PruneBudget = 10 * time.Second
 	// RiverJobRetentionDefault is how long completed River jobs are kept
 	// (River's own default): the outbox row stays the durable record of
 	// the command; the job is how it got delivered, on /riverui/ for a day.
