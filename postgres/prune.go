@@ -332,16 +332,6 @@ func (p *Pruner) statement(name string, tg PruneTarget) string {
 	).Replace(pruneQueries.Get(name))
 }
 
-// PruneStatements returns the statements Prune runs for tg: its batch and
-// its dry-run count (for tests that prepare or explain them).
-func PruneStatements(tg PruneTarget) (batch, count string, err error) {
-	if err := ValidatePruneTargets([]PruneTarget{tg}); err != nil {
-		return "", "", err
-	}
-	p := &Pruner{}
-	return p.statement("batch", tg), p.statement("count", tg), nil
-}
-
 func timeText(t pgtype.Timestamptz) string {
 	if t.InfinityModifier != pgtype.Finite {
 		return "the oldest row"
