@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"sort"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -15,9 +17,16 @@ import (
 	"github.com/pressly/goose/v3/lock"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"payrecon/internal/sqlq"
 )
 
-//go:embed migrations/*.sql
+// migrationFiles are goose's SQL migrations (migrations/*.sql) and, in a
+// folder named after it, the statements of the Go migration that applies
+// only when payments is a plain table (paymentsIndexesMigration), one
+// statement per file. goose reads only the top folder.
+//
+//go:embed migrations/*.sql migrations/00005_payments_indexes/*.sql
 var migrationFiles embed.FS
 
 // RiverSchemaVersion is the River migration version payrecon's schema is
@@ -28,7 +37,16 @@ const RiverSchemaVersion = 8
 // River's tables.
 const riverMigrationVersion = 3
 
-// MigrationsFS returns the embedded SQL migrations (for tests and tooling).
+// paymentsIndexesVersion is the goose version of the migration that indexes
+// payments (a Go migration: see paymentsIndexesMigration).
+const paymentsIndexesVersion = 5
+
+// paymentsIndexesSource names migration 00005 in MigrationResult.Source.
+const paymentsIndexesSource = "00005_payments_indexes/ (Go: only when payments is a table)"
+
+// MigrationsFS returns the embedded migrations (for tests and tooling): the
+// SQL migrations at the top, and the statements of Go migration 00005 in
+// its folder.
 func MigrationsFS() fs.FS {
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
@@ -56,7 +74,7 @@ func provider(pool *pgxpool.Pool, logger *slog.Logger) (*goose.Provider, *sql.DB
 		}},
 	)
 	p, err := goose.NewProvider(goose.DialectPostgres, db, MigrationsFS(),
-		goose.WithGoMigrations(river),
+		goose.WithGoMigrations(river, paymentsIndexesMigration(pool, logger)),
 		goose.WithDisableGlobalRegistry(true),
 		goose.WithSessionLocker(locker),
 		goose.WithTableName("payrecon_schema_migrations"),
@@ -82,6 +100,47 @@ func migrateRiver(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, 
 	return nil
 }
 
+// paymentsIndexesMigration is migration 00005: the two indexes payrecon
+// builds on payments. It was a SQL migration; it is a Go migration since
+// 00013 so that it can run its statements only when payments is a plain
+// table: a view (docs/payments-table.md) cannot carry an index, and
+// PostgreSQL cannot build one CONCURRENTLY on a partitioned table; on those
+// the application indexes its own table. Its statements are those of the
+// SQL file it replaced, each run on its own outside a transaction (CREATE
+// INDEX CONCURRENTLY cannot run in one), so an installation that applied
+// the old file, and a table migrated now, end up the same.
+func paymentsIndexesMigration(pool *pgxpool.Pool, logger *slog.Logger) *goose.Migration {
+	stmts := sqlq.New("postgres/migrations/00005", migrationFiles, "migrations/00005_payments_indexes")
+	run := func(prefix string) func(ctx context.Context, _ *sql.DB) error {
+		return func(ctx context.Context, _ *sql.DB) error {
+			kind, err := paymentsRelkind(ctx, pool)
+			if err != nil {
+				return err
+			}
+			if kind != relkindTable {
+				if logger != nil {
+					logger.Info("migrate: payments is not a plain table; payrecon builds no index on it (index the application's table: docs/payments-table.md)",
+						slog.String("relkind", kind))
+				}
+				return nil
+			}
+			names := stmts.Names()
+			sort.Strings(names)
+			for _, name := range names {
+				if !strings.HasPrefix(name, prefix) {
+					continue
+				}
+				if _, err := pool.Exec(ctx, stmts.Get(name)); err != nil {
+					return fmt.Errorf("migration 00005 %s: %w", name, err)
+				}
+			}
+			return nil
+		}
+	}
+	return goose.NewGoMigration(paymentsIndexesVersion,
+		&goose.GoFunc{RunDB: run("up_")}, &goose.GoFunc{RunDB: run("down_")})
+}
+
 // MigrationResult is one applied migration.
 type MigrationResult struct {
 	Version int64  `json:"version"`
@@ -90,8 +149,13 @@ type MigrationResult struct {
 
 // Migrate applies every pending migration. It is idempotent, and safe to run
 // from several processes at once: a session-level advisory lock serialises
-// them.
+// them. It first checks that payments (a table, or a view standing in for
+// one) has the shape payrecon needs (CheckPaymentsShape), and changes
+// nothing when it has not.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) ([]MigrationResult, error) {
+	if err := CheckPaymentsShape(ctx, pool); err != nil {
+		return nil, err
+	}
 	p, db, err := provider(pool, logger)
 	if err != nil {
 		return nil, err
@@ -101,7 +165,11 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) ([]Mi
 	out := make([]MigrationResult, 0, len(results))
 	for _, r := range results {
 		if r.Error == nil {
-			out = append(out, MigrationResult{Version: r.Source.Version, Source: r.Source.Path})
+			src := r.Source.Path
+			if r.Source.Version == paymentsIndexesVersion && src == "" {
+				src = paymentsIndexesSource
+			}
+			out = append(out, MigrationResult{Version: r.Source.Version, Source: src})
 		}
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"payrecon"
+	"payrecon/postgres"
 )
 
 // Defaults of Config.
@@ -80,6 +81,23 @@ type Config struct {
 	// outbox commands that have none (written by another producer); zero
 	// means AdoptIntervalDefault, a negative value never.
 	AdoptInterval time.Duration
+	// RiverJobRetention is how long completed jobs are kept before River's
+	// cleaner deletes them (River's CompletedJobRetentionPeriod, for every
+	// kind of job in the database, on River's leader; PruneOnce deletes
+	// payrecon's own for cron). Zero means RiverJobRetentionDefault, a
+	// negative value for ever. Dead letters follow DeadLetterRetention.
+	RiverJobRetention time.Duration
+	// PruneTargets are what the periodic prune deletes, and after how long
+	// (postgres.PruneTarget); nil means postgres.PruneTargets(), the
+	// defaults. Give every process that runs the relay the same ones:
+	// whichever works the job prunes with its own.
+	PruneTargets []postgres.PruneTarget
+	// PruneInterval is how often River's leader schedules the prune job;
+	// zero means PruneIntervalDefault, a negative value never.
+	PruneInterval time.Duration
+	// PruneBatch bounds the rows one prune batch examines (at most 10,000,
+	// River's limit on one deletion); zero means postgres.PruneBatchDefault.
+	PruneBatch int
 	// DrainPollInterval is how often Drain checks whether anything is left.
 	// Default DrainPollIntervalDefault.
 	DrainPollInterval time.Duration
@@ -122,6 +140,18 @@ func (c Config) withDefaults() Config {
 	if c.AdoptInterval == 0 {
 		c.AdoptInterval = AdoptIntervalDefault
 	}
+	if c.RiverJobRetention == 0 {
+		c.RiverJobRetention = RiverJobRetentionDefault
+	}
+	if c.PruneTargets == nil {
+		c.PruneTargets = postgres.PruneTargets()
+	}
+	if c.PruneInterval == 0 {
+		c.PruneInterval = PruneIntervalDefault
+	}
+	if c.PruneBatch == 0 {
+		c.PruneBatch = postgres.PruneBatchDefault
+	}
 	if c.DrainPollInterval == 0 {
 		c.DrainPollInterval = DrainPollIntervalDefault
 	}
@@ -159,6 +189,12 @@ func (c Config) Validate() error {
 	}
 	if c.DeadLetterRetention < 0 {
 		errs = append(errs, fmt.Errorf("dead letter retention must not be negative, not %s", c.DeadLetterRetention))
+	}
+	if err := postgres.ValidatePruneTargets(c.PruneTargets); err != nil {
+		errs = append(errs, err)
+	}
+	if c.PruneBatch < 1 || c.PruneBatch > 10000 {
+		errs = append(errs, fmt.Errorf("prune batch must be between 1 and 10000, not %d", c.PruneBatch))
 	}
 	if c.DrainPollInterval < 0 {
 		errs = append(errs, fmt.Errorf("drain poll interval must not be negative, not %s", c.DrainPollInterval))

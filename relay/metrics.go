@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"payrecon/postgres"
 )
 
 // metrics are the relay's Prometheus instrumentation.
@@ -11,9 +13,10 @@ type metrics struct {
 	outcomes *prometheus.CounterVec
 	apply    prometheus.Histogram
 	delay    prometheus.Histogram
+	pruned   *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg prometheus.Registerer, targets []postgres.PruneTarget) *metrics {
 	m := &metrics{
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payrecon_repairs_total",
@@ -27,9 +30,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "payrecon_repair_delay_seconds", Help: "Time from the repair command's commit (its job's insert) to its application.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 		}),
+		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payrecon_prune_rows_total",
+			Help: "Rows of history deleted past their retention, by target (outbox, webhook_events, console_samples, findings; river_jobs when `prune --once` deletes them: in the service River's cleaner does, and logs it).",
+		}, []string{"target"}),
+	}
+	for _, tg := range targets { // every target's series exists from the start
+		m.pruned.WithLabelValues(tg.Name)
 	}
 	if reg != nil {
-		reg.MustRegister(m.outcomes, m.apply, m.delay)
+		reg.MustRegister(m.outcomes, m.apply, m.delay, m.pruned)
 	}
 	return m
 }

@@ -35,6 +35,7 @@ type Relay struct {
 	cfg    Config
 	log    *slog.Logger
 	client *river.Client[pgx.Tx]
+	pruner *postgres.Pruner
 	stats  counters
 	metric *metrics
 
@@ -65,7 +66,15 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 		return nil, fmt.Errorf("new relay: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	r := &Relay{pool: pool, writer: writer, cfg: cfg, log: cfg.Logger, metric: newMetrics(cfg.Registerer)}
+	r := &Relay{pool: pool, writer: writer, cfg: cfg, log: cfg.Logger, metric: newMetrics(cfg.Registerer, cfg.PruneTargets)}
+	pruner, err := postgres.NewPruner(pool, postgres.PrunerConfig{
+		Targets: cfg.PruneTargets, BatchSize: cfg.PruneBatch, Clock: cfg.Clock, Logger: cfg.Logger,
+		DeletedFunc: func(target string, n int64) { r.metric.pruned.WithLabelValues(target).Add(float64(n)) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("new relay: %w", err)
+	}
+	r.pruner = pruner
 
 	workers := river.NewWorkers()
 	if err := river.AddWorkerSafely(workers, &repairWorker{relay: r}); err != nil {
@@ -74,9 +83,16 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 	if err := river.AddWorkerSafely(workers, &adoptWorker{relay: r}); err != nil {
 		return nil, fmt.Errorf("new relay: register adopt worker: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &pruneWorker{relay: r}); err != nil {
+		return nil, fmt.Errorf("new relay: register prune worker: %w", err)
+	}
 	retention := cfg.DeadLetterRetention
 	if retention == 0 {
 		retention = -1 // River: never delete
+	}
+	completed := cfg.RiverJobRetention
+	if completed < 0 {
+		completed = -1 // River: never delete
 	}
 	rc := &river.Config{
 		Logger:                      cfg.Logger,
@@ -89,11 +105,15 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 		RetryPolicy:                 cfg.RetryPolicy,
 		CancelledJobRetentionPeriod: retention,
 		DiscardedJobRetentionPeriod: retention,
+		CompletedJobRetentionPeriod: completed,
 	}
 	if !cfg.InsertOnly {
 		rc.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.Workers}}
 		if cfg.AdoptInterval > 0 {
-			rc.PeriodicJobs = []*river.PeriodicJob{adoptJob(cfg.AdoptInterval)}
+			rc.PeriodicJobs = append(rc.PeriodicJobs, adoptJob(cfg.AdoptInterval))
+		}
+		if cfg.PruneInterval > 0 {
+			rc.PeriodicJobs = append(rc.PeriodicJobs, pruneJob(cfg.PruneInterval))
 		}
 		if conns := int(pool.Config().MaxConns); conns < cfg.Workers+3 {
 			r.log.Warn("relay: the pool has fewer connections than workers need; workers will wait for connections",

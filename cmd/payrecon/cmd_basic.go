@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"payrecon"
 	"payrecon/internal/redact"
@@ -82,6 +83,8 @@ type configCmd struct {
 	WebhookSecret string `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets, comma-separated during rotation."`
 	HTTPAddr      string `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address of run: the webhook and health."`
 	JSON          bool   `help:"Print JSON."`
+	retainFlags
+	PruneInterval time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often run deletes history past its retention."`
 }
 
 func (c *configCmd) Run(a *app) error {
@@ -96,6 +99,12 @@ func (c *configCmd) Run(a *app) error {
 		{"console_password", "PAYRECON_CONSOLE_PASSWORD / --console-password, PAYRECON_CONSOLE_PASSWORD_FILE / --console-password-file", c.consoleFlags.describe()},
 		{"log_format", "PAYRECON_LOG_FORMAT / --log-format", a.cli.LogFormat},
 		{"log_level", "PAYRECON_LOG_LEVEL / --log-level", a.cli.LogLevel},
+		{"retain_outbox", "PAYRECON_RETAIN_OUTBOX / --retain-outbox", postgres.FormatRetention(time.Duration(c.RetainOutbox))},
+		{"retain_webhook_events", "PAYRECON_RETAIN_WEBHOOK_EVENTS / --retain-webhook-events", postgres.FormatRetention(time.Duration(c.RetainWebhookEvents))},
+		{"retain_river_jobs", "PAYRECON_RETAIN_RIVER_JOBS / --retain-river-jobs", postgres.FormatRetention(time.Duration(c.RetainRiverJobs))},
+		{"retain_console_samples", "PAYRECON_RETAIN_CONSOLE_SAMPLES / --retain-console-samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples))},
+		{"retain_findings", "PAYRECON_RETAIN_FINDINGS / --retain-findings", postgres.FormatRetention(time.Duration(c.RetainFindings))},
+		{"prune_interval", "PAYRECON_PRUNE_INTERVAL / --prune-interval", c.PruneInterval.String()},
 	}
 	if c.JSON {
 		m := map[string]string{}

@@ -214,7 +214,7 @@ func printFinding(a *app, d findingDetail) {
 			fmt.Fprintf(tw, "\t(retry with: payrecon relay --retry %d)\n", r.Job.ID)
 		}
 	} else if f.RepairCommand != "" {
-		fmt.Fprintf(tw, "\nrepair command\t%s (not found in the outbox)\n", f.RepairCommand)
+		fmt.Fprintf(tw, "\nrepair command\t%s (no longer in the outbox: processed commands are pruned after --retain-outbox)\n", f.RepairCommand)
 	}
 	if f.RepairOutcome != "" {
 		fmt.Fprintf(tw, "repair outcome\t%s\n", f.RepairOutcome)

@@ -17,18 +17,29 @@ type relayCmd struct {
 	Workers     int   `default:"20" help:"Commands applied at once."`
 	MaxAttempts int   `name:"max-attempts" default:"8" help:"Attempts before a command is dead-lettered (set on commands queued from now on)."`
 	JSON        bool  `help:"Print JSON."`
+	retainFlags
 }
 
 func (c *relayCmd) Run(a *app) error {
+	// While it runs, this relay may be River's leader: it prunes (and River
+	// cleans) with the same retentions as `run`. A drain, short-lived,
+	// schedules no prune.
+	cfg, err := c.retainFlags.relayConfig(relay.Config{
+		Workers: c.Workers, MaxAttempts: c.MaxAttempts, Logger: a.logger.With("component", "relay"),
+		InsertOnly: !c.Drain && (c.DeadLetters || c.Retry != 0),
+	})
+	if err != nil {
+		return err
+	}
+	if c.Drain {
+		cfg.PruneInterval = -1
+	}
 	pool, err := a.openMigratedDBWith(int32(c.Workers + 6))
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{
-		Workers: c.Workers, MaxAttempts: c.MaxAttempts, Logger: a.logger.With("component", "relay"),
-		InsertOnly: !c.Drain && (c.DeadLetters || c.Retry != 0),
-	})
+	rl, err := relay.New(pool, postgres.NewWriter(nil), cfg)
 	if err != nil {
 		return usageError{err}
 	}

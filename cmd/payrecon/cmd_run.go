@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"payrecon/internal/redact"
+	"payrecon/postgres"
 	"payrecon/relay"
 	"payrecon/service"
 	"payrecon/stripeapi"
@@ -22,6 +23,8 @@ type runCmd struct {
 	Workers       int           `default:"20" help:"Repair commands applied at once."`
 	MaxAttempts   int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
 	RescueAfter   time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River hands it to another (each attempt is cut off at a third of this)."`
+	retainFlags
+	PruneInterval time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often history past its --retain-* is deleted (a River periodic job, on one replica); 0: never."`
 }
 
 func (c *runCmd) Run(a *app) error {
@@ -36,6 +39,17 @@ func (c *runCmd) Run(a *app) error {
 		cfg.MinCycle = -1 // no minimum (a zero Config field would mean the default)
 	default:
 		cfg.MinCycle = c.MinCycle
+	}
+	if c.PruneInterval < 0 {
+		return usageError{fmt.Errorf("--prune-interval must not be negative, got %s (0 means never)", c.PruneInterval)}
+	}
+	rc, err := c.retainFlags.relayConfig(relay.Config{Workers: c.Workers, MaxAttempts: c.MaxAttempts,
+		RescueStuckJobsAfter: c.RescueAfter, JobTimeout: c.RescueAfter / 3, PruneInterval: c.PruneInterval})
+	if err != nil {
+		return err
+	}
+	if c.PruneInterval == 0 {
+		rc.PruneInterval = -1 // never (a zero Config field would mean the default)
 	}
 	if c.RescueAfter < 3*time.Second {
 		return usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
@@ -52,7 +66,12 @@ func (c *runCmd) Run(a *app) error {
 		"stripe_webhook_secret", redactSecretList(c.WebhookSecret), "http_addr", c.HTTPAddr,
 		"admin_addr", c.AdminAddr, "console_password", c.consoleFlags.describe(), "job", cfg.Job,
 		"batch", c.Batch, "grace", c.Grace, "rps", c.RPS, "concurrency", c.Concurrency, "mode", c.Mode,
-		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts)
+		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts, "prune_interval", c.PruneInterval,
+		"retain_outbox", postgres.FormatRetention(time.Duration(c.RetainOutbox)),
+		"retain_webhook_events", postgres.FormatRetention(time.Duration(c.RetainWebhookEvents)),
+		"retain_river_jobs", postgres.FormatRetention(time.Duration(c.RetainRiverJobs)),
+		"retain_console_samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples)),
+		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)))
 	pool, err := a.openMigratedDBWith(int32(c.Workers + c.Concurrency + 8))
 	if err != nil {
 		return err
@@ -70,9 +89,8 @@ func (c *runCmd) Run(a *app) error {
 			Timeout:   c.StripeTimeout,
 		},
 		WebhookSecrets: splitList(c.WebhookSecret),
-		Relay: relay.Config{Workers: c.Workers, MaxAttempts: c.MaxAttempts,
-			RescueStuckJobsAfter: c.RescueAfter, JobTimeout: c.RescueAfter / 3},
-		Logger: a.logger,
+		Relay:          rc,
+		Logger:         a.logger,
 	})
 	if err != nil {
 		return configError{err}

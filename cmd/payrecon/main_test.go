@@ -182,7 +182,7 @@ func TestConfigurationErrorsAreOneClearLine(t *testing.T) {
 		{"missing console password file", b.env, []string{"run", "--console-password-file", "/nonexistent/pw"}, 2, "console password file"},
 	}
 	for _, cmd := range [][]string{{"status"}, {"findings", "list"}, {"findings", "show", "1"}, {"relay", "--drain"},
-		{"plan", "--from-db"}, {"scan", "--once"}, {"run"}, {"migrate"}} {
+		{"plan", "--from-db"}, {"scan", "--once"}, {"run"}, {"migrate"}, {"prune", "--once"}} {
 		cases = append(cases, struct {
 			name string
 			env  map[string]string

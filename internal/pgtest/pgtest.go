@@ -142,7 +142,13 @@ func ensureTemplate(ctx context.Context) (string, error) {
 func migrationsHash() (string, error) {
 	h := sha256.New()
 	fsys := postgres.MigrationsFS()
-	names, err := fs.Glob(fsys, "*.sql")
+	var names []string // every file, the Go migrations' statements too
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			names = append(names, path)
+		}
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("list migrations: %w", err)
 	}

@@ -49,6 +49,12 @@ func (s Set) Get(name string) string {
 	return q
 }
 
+// Has reports whether the set has a statement <name>.sql.
+func (s Set) Has(name string) bool {
+	_, ok := s.stmts[name]
+	return ok
+}
+
 // Names lists the statements, for tests that check every one parses.
 func (s Set) Names() []string {
 	out := make([]string, 0, len(s.stmts))

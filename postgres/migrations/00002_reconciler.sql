@@ -58,7 +58,9 @@ CREATE INDEX IF NOT EXISTS outbox_finding ON outbox ((payload->>'finding_id')) W
 -- cycle later.
 CREATE TABLE reconciliation_recheck (
     job        text        NOT NULL,
-    payment_id bigint      NOT NULL REFERENCES payments (id) ON DELETE CASCADE,
+    -- REFERENCES payments (id) ON DELETE CASCADE when payments is a table:
+    -- added by 00013 (a foreign key cannot reference a view).
+    payment_id bigint      NOT NULL,
     reason     text        NOT NULL,
     attempts   integer     NOT NULL DEFAULT 1,
     due_at     timestamptz NOT NULL,
