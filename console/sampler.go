@@ -15,31 +15,17 @@ type SampleStore interface {
 	// RecordSample stores the figures of minute (lag, open findings, …) if
 	// no replica did yet, and reports whether this call stored them.
 	RecordSample(ctx context.Context, minute, now time.Time) (bool, error)
-	// PruneSamples deletes up to limit samples older than before and
-	// returns how many it deleted.
-	PruneSamples(ctx context.Context, before time.Time, limit int) (int64, error)
 }
 
-// Defaults of Sampler.
-const (
-	// SampleRetentionDefault keeps a day more than the charts show.
-	SampleRetentionDefault = 8 * 24 * time.Hour
-	// PruneBatchDefault bounds one DELETE.
-	PruneBatchDefault = 1000
-)
-
-// Sampler records one sample a minute and prunes old ones. Several
-// replicas may run one: the minute is the sample's key, so the first to
-// write it wins and the others change nothing.
+// Sampler records one sample a minute. Several replicas may run one: the
+// minute is the sample's key, so the first to write it wins and the others
+// change nothing. Old samples are pruned by age with the rest of the
+// history (postgres.PruneTargets: `--retain-console-samples`, by the
+// service's periodic prune and `payrecon prune --once`).
 type Sampler struct {
 	Store  SampleStore
 	Clock  payrecon.Clock
 	Logger *slog.Logger
-	// Retention is how long samples are kept (default
-	// SampleRetentionDefault); PruneBatch bounds each delete (default
-	// PruneBatchDefault).
-	Retention  time.Duration
-	PruneBatch int
 }
 
 func (s *Sampler) defaults() {
@@ -49,16 +35,9 @@ func (s *Sampler) defaults() {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	if s.Retention <= 0 {
-		s.Retention = SampleRetentionDefault
-	}
-	if s.PruneBatch <= 0 {
-		s.PruneBatch = PruneBatchDefault
-	}
 }
 
-// Tick records the current minute's sample and prunes samples past the
-// retention, in batches of PruneBatch until none is left.
+// Tick records the current minute's sample.
 func (s *Sampler) Tick(ctx context.Context) error {
 	s.defaults()
 	now := s.Clock.Now()
@@ -66,16 +45,7 @@ func (s *Sampler) Tick(ctx context.Context) error {
 	if _, err := s.Store.RecordSample(ctx, minute, now); err != nil {
 		return fmt.Errorf("record the console sample of %s: %w", minute.UTC().Format(time.RFC3339), err)
 	}
-	before := minute.Add(-s.Retention)
-	for {
-		n, err := s.Store.PruneSamples(ctx, before, s.PruneBatch)
-		if err != nil {
-			return fmt.Errorf("prune console samples before %s: %w", before.UTC().Format(time.RFC3339), err)
-		}
-		if n < int64(s.PruneBatch) {
-			return nil
-		}
-	}
+	return nil
 }
 
 // Run ticks at the start of every minute until ctx ends (then it returns

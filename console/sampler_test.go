@@ -13,8 +13,9 @@ import (
 	"payrecon/relay"
 )
 
-// The sampler: one row a minute however many replicas sample at once,
-// pruned by age in bounded batches; the history buckets it for the charts.
+// The sampler: one row a minute however many replicas sample at once; the
+// history buckets it for the charts. (Pruning by age is the pruner's:
+// postgres/prune_test.go.)
 func TestSampler(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewDB(t)
@@ -50,25 +51,8 @@ func TestSampler(t *testing.T) {
 		t.Error("the sample does not hold the minute's figures (lag from the unverified row, 2 open findings)")
 	}
 
-	// 2,500 samples older than the retention, 100 within it: pruning
-	// deletes the old ones in batches of 1,000 and keeps the rest.
 	pgtest.Exec(t, pool, `INSERT INTO console_samples (minute, lag_seconds, open_findings)
-		SELECT $1::timestamptz - make_interval(mins => i), 60, 1 FROM generate_series(1, 100) i
-		UNION ALL
-		SELECT $1::timestamptz - interval '9 days' - make_interval(mins => i), 60, 1 FROM generate_series(1, 2500) i`, now.Truncate(time.Minute))
-	for range 3 {
-		n, err := reader.PruneSamples(ctx, now.Add(-8*24*time.Hour), 1000)
-		if err != nil || n > 1000 {
-			t.Fatalf("prune = %d, %v: want at most one batch", n, err)
-		}
-	}
-	clock.Advance(time.Minute)
-	if err := (&console.Sampler{Store: reader, Clock: clock}).Tick(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := pgtest.Count(t, pool, "SELECT count(*) FROM console_samples"); n != 102 {
-		t.Errorf("%d samples after pruning, want 102 (100 recent, 2 sampled)", n)
-	}
+		SELECT $1::timestamptz - make_interval(mins => i), 60, 1 FROM generate_series(1, 100) i`, now.Truncate(time.Minute))
 
 	// History: hourly buckets, the largest figure of each.
 	pgtest.Exec(t, pool, "UPDATE console_samples SET lag_seconds = 36000 WHERE minute = $1", now.Truncate(time.Minute).Add(-30*time.Minute))

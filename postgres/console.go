@@ -454,15 +454,6 @@ func (c *ConsoleReader) RecordSample(ctx context.Context, minute, now time.Time)
 	return tag.RowsAffected() == 1, nil
 }
 
-// PruneSamples implements console.SampleStore.
-func (c *ConsoleReader) PruneSamples(ctx context.Context, before time.Time, limit int) (int64, error) {
-	tag, err := c.pool.Exec(ctx, consoleQuery("console_prune_samples"), pgx.StrictNamedArgs{"before": before, "limit": limit})
-	if err != nil {
-		return 0, fmt.Errorf("prune console samples: %w", err)
-	}
-	return tag.RowsAffected(), nil
-}
-
 // Console actions, as recorded in console_audit.action.
 const (
 	ConsoleActionResolve = "resolve"

@@ -108,9 +108,9 @@ func PruneTargets() []PruneTarget {
 		{Name: PruneWebhookEvents, Table: "stripe_webhook_events", TimeColumn: "received_at",
 			Retention: RetainWebhookEventsDefault, MinRetention: RetainWebhookEventsMin,
 			MinReason: "Stripe can still send or list an event up to 30 days old, and the dedupe must know it"},
-		// The console's samples (migration 00011, built in parallel): skipped
-		// while the table does not exist.
-		{Name: PruneConsoleSamples, Table: "console_samples", TimeColumn: "at", Retention: RetainConsoleSamplesDefault},
+		// The console's samples (migration 00011): one row a minute for its
+		// 7-day charts.
+		{Name: PruneConsoleSamples, Table: "console_samples", TimeColumn: "minute", Retention: RetainConsoleSamplesDefault},
 		{Name: PruneFindings, Table: "reconciliation_findings", TimeColumn: "resolved_at", Keep: "findings", Retention: RetainFindingsDefault},
 	}
 }
