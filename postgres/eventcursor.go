@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -30,9 +31,17 @@ func (s *EventCursors) ReadEventCursor(ctx context.Context, job string, startFro
 		id               *string
 		created, checked *time.Time
 	)
-	err := s.pool.QueryRow(ctx, queries.Get("events_cursor_read"), pgx.StrictNamedArgs{
-		"job": job, "start_from": startFrom, "now": now,
-	}).Scan(&id, &created, &c.StartFrom, &checked)
+	read := func() error {
+		return s.pool.QueryRow(ctx, queries.Get("events_cursor_read"), pgx.StrictNamedArgs{
+			"job": job, "start_from": startFrom, "now": now,
+		}).Scan(&id, &created, &c.StartFrom, &checked)
+	}
+	err := read()
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Another catcher inserted the row concurrently: this statement's
+		// snapshot predates it. The next one sees it.
+		err = read()
+	}
 	if err != nil {
 		return c, fmt.Errorf("read events cursor %q: %w", job, err)
 	}
