@@ -173,16 +173,6 @@ type Report struct {
 	Duration time.Duration `json:"duration_ns"`
 }
 
-func (r *Report) add(o Report) {
-	r.Listed += o.Listed
-	r.Processed += o.Processed
-	r.Requests += o.Requests
-	for k, n := range o.Outcomes {
-		r.Outcomes[k] += n
-	}
-	r.MaxDelay = max(r.MaxDelay, o.MaxDelay)
-}
-
 // errStop ends a round without an error: another catcher moved the cursor.
 var errStop = errors.New("stop round")
 

@@ -1,5 +1,6 @@
 // Package service is the long-running payrecon process (`payrecon run`):
-// the continuous sweep, the repair workers, the Stripe webhook endpoint on
+// the continuous sweep (and its recent window), the events catch-up, the
+// repair workers, the Stripe webhook endpoint on
 // the public listener, the operator console, River's dashboard, metrics and
 // health on the admin listener, wired together and stopped together.
 //

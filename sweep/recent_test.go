@@ -34,7 +34,6 @@ func TestRecentWindowReverifiesRecentRowsWithoutMovingTheFullCursor(t *testing.T
 	}
 	// 53 recent rows (created 1 to 8 hours ago) in groups of 7 sharing one
 	// created_at, inserted out of time order, every 4th drifted.
-	var recentIDs []string
 	for i := range 53 {
 		id := fmt.Sprintf("pi_new_%04d", i)
 		local := payrecon.StatusPaid
@@ -44,7 +43,6 @@ func TestRecentWindowReverifiesRecentRowsWithoutMovingTheFullCursor(t *testing.T
 		created := now.Add(-time.Duration(1+(52-i)/7) * time.Hour).Truncate(time.Second)
 		ps = append(ps, pgtest.Payment{IntentID: id, Status: local, CreatedAt: created})
 		stripeOf[id] = payrecon.IntentSucceeded
-		recentIDs = append(recentIDs, id)
 	}
 	ids := pgtest.InsertPayments(t, b.pool, ps)
 	for id, s := range stripeOf {
