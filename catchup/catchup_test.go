@@ -291,12 +291,12 @@ func TestTwoRunningCatchersOneHoldsTheLease(t *testing.T) {
 		})
 	}
 	b.move(t, ids, payrecon.IntentSucceeded)
-	testkit.WaitFor(t, "every event applied", 30*time.Second, func() bool {
-		return b.count(t, "SELECT count(*) FROM payments WHERE status = 'paid'") == 40
+	testkit.WaitFor(t, "every event applied and passed by the cursor", 30*time.Second, func() bool {
+		return b.count(t, "SELECT coalesce((SELECT (outcomes->>'applied')::int FROM stripe_events_cursor), 0)") == 40
 	})
 	held := []float64{gauge(t, regs[0], "payrecon_events_lease_held"), gauge(t, regs[1], "payrecon_events_lease_held")}
 	cancel()
-	wg.Wait()
+	wg.Wait() // the counters are final once both have stopped
 	if held[0]+held[1] != 1 {
 		t.Fatalf("lease held by %v, want exactly one catcher", held)
 	}
