@@ -21,7 +21,16 @@
 //  4. The real service (service.New: sweep, repair workers, webhook endpoint)
 //     runs until one full sweep cycle completes and the repair queue drains.
 //     The grace window is off: every webhook landed before the sweep began.
-//  5. The database is read back into a Report: for each kind, injected,
+//     The events catch-up runs too (every second), from 72 hours back: the
+//     webhooks of step 2 happened four days earlier on the simulator's
+//     clock, so the ones dropped then are left to the sweep.
+//  5. Live phase: once the sweep has passed the first untouched rows, their
+//     intents succeed; the webhook endpoint is down for half of them (the
+//     deliveries are dropped) and receives the others. The catch-up applies
+//     the lost events long before the sweep's next cycle would reach them;
+//     the report gives the detection delay and fails if a live event was
+//     applied twice or missed.
+//  6. The database is read back into a Report: for each kind, injected,
 //     detected, repaired, left for review and missed; findings on rows not
 //     injected with their kind; rows that must not change but did.
 //

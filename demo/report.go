@@ -47,10 +47,13 @@ type Report struct {
 	Webhooks WebhookReport `json:"webhooks"`
 	// GraceOff: the sweep ran without a grace window, because every
 	// webhook had landed before it started.
-	GraceOff bool         `json:"grace_off"`
-	Sweep    SweepReport  `json:"sweep"`
-	Repairs  RepairReport `json:"repairs"`
-	Timings  Timings      `json:"timings"`
+	GraceOff bool        `json:"grace_off"`
+	Sweep    SweepReport `json:"sweep"`
+	// Events is the live phase: events caught up while the endpoint was
+	// down.
+	Events  EventsReport `json:"events"`
+	Repairs RepairReport `json:"repairs"`
+	Timings Timings      `json:"timings"`
 }
 
 // KindReport is one line of the table.
@@ -142,6 +145,9 @@ func (r Report) Problems() []string {
 	}
 	if r.WrongState > 0 {
 		out = append(out, fmt.Sprintf("%d rows not in the state their webhooks should leave", r.WrongState))
+	}
+	if e := r.Events; e.Missed > 0 || e.AppliedTwice > 0 || e.CaughtUp != e.Lost || e.Events == 0 {
+		out = append(out, fmt.Sprintf("live events: %d of %d lost events caught up, %d rows missed, %d applied twice", e.CaughtUp, e.Lost, e.Missed, e.AppliedTwice))
 	}
 	if r.Repairs.Unprocessed > 0 {
 		out = append(out, fmt.Sprintf("%d repair commands left unprocessed", r.Repairs.Unprocessed))
@@ -244,9 +250,19 @@ func (r *runner) collect(ctx context.Context) error {
 		}
 	}
 
+	if err := r.collectLive(ctx, final); err != nil {
+		return err
+	}
+	live := make(map[int]bool, len(r.plan.live))
+	for _, i := range r.plan.live {
+		live[i] = true
+	}
 	repaired := map[payrecon.Kind]int{}
 	for i, pr := range r.plan.rows {
 		id := r.ids[i]
+		if live[i] { // moved on purpose in the live phase: checked by collectLive
+			continue
+		}
 		before, after := r.snap[id], final[id]
 		if pr.repairable() {
 			if repairedFinding[subject{payment: id}] && after.status == pr.expectedAfter() && after.version == before.version+1 {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"payrecon"
+	"payrecon/catchup"
 	"payrecon/httpapi"
 	"payrecon/postgres"
 	"payrecon/relay"
@@ -50,10 +51,11 @@ type runner struct {
 	log   *slog.Logger
 	dbURL string
 
-	pool   *pgxpool.Pool
-	sim    *stripesim.Server
-	plan   *plan
-	secret string
+	pool     *pgxpool.Pool
+	sim      *stripesim.Server
+	simClock shiftClock
+	plan     *plan
+	secret   string
 	// ids[i] is the payments id of plan row i; byID maps back.
 	ids  []int64
 	byID map[int64]int
@@ -89,7 +91,7 @@ func (r *runner) play(ctx context.Context) error {
 	if _, err := postgres.Migrate(ctx, pool, quiet(r.log)); err != nil {
 		return fmt.Errorf("migrate the demo database: %w", err)
 	}
-	sim, err := stripesim.Start(stripesim.Config{Seed: r.cfg.Seed, Logger: quiet(r.log)})
+	sim, err := stripesim.Start(stripesim.Config{Seed: r.cfg.Seed, Logger: quiet(r.log), Clock: &r.simClock})
 	if err != nil {
 		return fmt.Errorf("start the Stripe simulator: %w", err)
 	}
@@ -114,7 +116,12 @@ func (r *runner) play(ctx context.Context) error {
 	if err := r.markPaidByBuggyApp(ctx); err != nil {
 		return err
 	}
-	if err := r.webhooks(ctx); err != nil {
+	// The webhook phase plays in the past (see preServiceAge); the live
+	// phase at the real time.
+	r.simClock.set(-preServiceAge)
+	err = r.webhooks(ctx)
+	r.simClock.set(0)
+	if err != nil {
 		return err
 	}
 	r.rep.Timings.Webhooks = time.Since(t)
@@ -310,17 +317,24 @@ func (r *runner) readRows(ctx context.Context) (map[int64]rowState, error) {
 // returns the cycle's totals.
 func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 	var (
-		swept   atomic.Int64
-		wrapped atomic.Bool
-		cycle   = make(chan sweep.CycleReport, 1)
-		ready   = make(chan struct{})
-		once    sync.Once
+		swept    atomic.Int64
+		wrapped  atomic.Bool
+		cycle    = make(chan sweep.CycleReport, 1)
+		ready    = make(chan struct{})
+		once     sync.Once
+		passed   = make(chan int, 1)
+		passOnce sync.Once
+		// The live rows are passed once the cycle has swept this many rows.
+		liveEnd = r.plan.live[len(r.plan.live)-1] + 1
 	)
 	progress := func(b sweep.BatchReport, total sweep.CycleReport) {
 		if wrapped.Load() {
 			return // after the cycle, recheck batches report totals of their own
 		}
 		swept.Store(int64(total.Scanned))
+		if total.Scanned >= liveEnd {
+			passOnce.Do(func() { passed <- total.Scanned })
+		}
 		if b.Wrapped {
 			wrapped.Store(true)
 			cycle <- total
@@ -338,6 +352,7 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 			MaxOutage:   time.Minute,
 		},
 		RPS:            0,
+		Events:         catchup.Config{Interval: liveEventsInterval},
 		Stripe:         stripeapi.Config{SecretKey: r.sim.SecretKey(), APIBase: r.sim.URL()},
 		WebhookSecrets: []string{r.secret},
 		Relay:          relay.Config{Workers: relayWorkers},
@@ -394,6 +409,19 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 		if err := r.tamper(ctx); err != nil {
 			return sweep.CycleReport{}, err
 		}
+	}
+
+	// The live phase, once the sweep has passed the live rows.
+	select {
+	case n := <-passed:
+		if err := r.livePhase(ctx, svc.Addr(), n); err != nil {
+			return sweep.CycleReport{}, err
+		}
+	case err := <-runErr:
+		stopped = true
+		return failed("stopped before the sweep passed the live rows", err)
+	case <-ctx.Done():
+		return sweep.CycleReport{}, ctx.Err()
 	}
 
 	var total sweep.CycleReport

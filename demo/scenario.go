@@ -106,7 +106,23 @@ type plan struct {
 	rows    []row
 	orphans []orphan
 	counts  [numRoles]int
+	// live are the rows whose intents succeed while the service runs,
+	// after the sweep has passed them (indexes into rows, ascending): the
+	// first of the untouched rows. Even positions lose their webhook (the
+	// endpoint is down), odd ones get it.
+	live []int
 }
+
+// liveShare is the share of the payments in the live phase, and liveMin its
+// minimum.
+const (
+	liveShare = 0.005
+	liveMin   = 6
+)
+
+// liveLost reports whether the live row at position i of plan.live loses
+// its webhook.
+func liveLost(i int) bool { return i%2 == 0 }
 
 // newPlan lays out n payments created over span before now, in time order,
 // assigns roles by a seeded shuffle, and interleaves the orphan intents in
@@ -142,6 +158,15 @@ func newPlan(n int, seed uint64, now time.Time, span time.Duration) (*plan, erro
 			p.rows[perm[k]].role = r
 			p.rows[perm[k]].variant = j % 2
 			k++
+		}
+	}
+
+	// The live rows: the first untouched rows, so that the sweep passes
+	// them early in its cycle (their events come after it did).
+	nlive := max(liveMin, int(float64(n)*liveShare))
+	for i := 0; i < n && len(p.live) < nlive; i++ {
+		if p.rows[i].role == roleUntouched {
+			p.live = append(p.live, i)
 		}
 	}
 

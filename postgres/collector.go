@@ -23,6 +23,7 @@ type Collector struct {
 	up, lag, rows, growth, openFindings, backlog, backlogAge, deadLetters    *prometheus.Desc
 	cycleAge, sinceCycle, lastCycle, progress, throughput, projected, margin *prometheus.Desc
 	rechecks, resolvedDay                                                    *prometheus.Desc
+	eventsAge, eventsResets, eventsLosses                                    *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -57,6 +58,9 @@ func NewCollector(monitor *Monitor, repairKind string, clock payrecon.Clock, log
 		projected:    d("payrecon_sweep_projected_cycle_seconds", "Projected cycle time from N, G and the measured throughput; +Inf when a cycle never completes.", "job"),
 		margin:       d("payrecon_sweep_capacity_margin_rows_per_hour", "Sweep capacity minus growth (B × R − G); a cycle never completes when ≤ 0.", "job"),
 		rechecks:     d("payrecon_sweep_rechecks_queued", "Rows queued for an early recheck, by reason.", "job", "reason"),
+		eventsAge:    d("payrecon_events_cursor_age_seconds", "How far behind the events catch-up may be: time since a round last reached the newest event Stripe listed (since its start when none did).", "job"),
+		eventsResets: d("payrecon_events_cursor_resets_total", "Times the events cursor restarted from a time because its event was older than Stripe keeps or Stripe refused it.", "job"),
+		eventsLosses: d("payrecon_events_cursor_losses_total", "Resets that left events uncaught (older than Stripe's 30 days): those are left to the sweep.", "job"),
 		resolvedDay:  d("payrecon_findings_resolved_last_day", "Findings resolved in the last 24 hours, by kind and resolution (repaired, already_in_target, healed, superseded, local_row_appeared, operator).", "kind", "resolution"),
 	}
 }
@@ -64,7 +68,8 @@ func NewCollector(monitor *Monitor, repairKind string, clock payrecon.Clock, log
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.lag, c.rows, c.growth, c.openFindings, c.backlog, c.backlogAge, c.deadLetters,
-		c.cycleAge, c.sinceCycle, c.lastCycle, c.progress, c.throughput, c.projected, c.margin, c.rechecks, c.resolvedDay} {
+		c.cycleAge, c.sinceCycle, c.lastCycle, c.progress, c.throughput, c.projected, c.margin, c.rechecks, c.resolvedDay,
+		c.eventsAge, c.eventsResets, c.eventsLosses} {
 		ch <- d
 	}
 }
@@ -107,9 +112,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			g(c.sinceCycle, j.SinceLastCycle.Seconds(), j.Job)
 			g(c.lastCycle, j.LastCycleDuration.Seconds(), j.Job)
 		}
-		g(c.progress, j.Progress, j.Job)
 		g(c.throughput, j.Throughput, j.Job)
-		if j.Throughput > 0 {
+		if !j.Recent {
+			g(c.progress, j.Progress, j.Job)
+		}
+		if j.Throughput > 0 && !j.Recent {
 			proj := j.Projection.CycleTime.Seconds()
 			if !j.Projection.Completes {
 				proj = posInf
@@ -120,6 +127,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		for _, reason := range []string{payrecon.RecheckUnverifiable, payrecon.RecheckGrace, payrecon.RecheckChanged} {
 			g(c.rechecks, float64(j.Rechecks[reason]), j.Job, reason)
 		}
+	}
+	for _, e := range st.Events {
+		g(c.eventsAge, e.Age.Seconds(), e.Job)
+		ch <- prometheus.MustNewConstMetric(c.eventsResets, prometheus.CounterValue, float64(e.Resets), e.Job)
+		ch <- prometheus.MustNewConstMetric(c.eventsLosses, prometheus.CounterValue, float64(e.Losses), e.Job)
 	}
 }
 

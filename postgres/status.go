@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,6 +38,8 @@ type Status struct {
 	// DeadLetters counts repair deliveries River gave up on (discarded or
 	// cancelled), waiting for an operator.
 	DeadLetters int64 `json:"dead_letters"`
+	// Events lists the events catch-up's cursors (none until it first ran).
+	Events []EventsStatus `json:"events"`
 }
 
 // ResolvedCount is a number of findings of one kind closed one way.
@@ -60,6 +63,10 @@ type JobStatus struct {
 	Rechecks map[string]int `json:"rechecks"`
 	// LeaseHolder is the session sweeping the job now, if any.
 	LeaseHolder *LeaseHolder `json:"lease_holder,omitempty"`
+	// Recent is true for a recent-window job (run --recent): it
+	// re-verifies only the rows created within its window, so Progress
+	// and Projection, which are about the whole table, are left out.
+	Recent bool `json:"recent,omitempty"`
 }
 
 // Status reads the figures. With exact, the row count is count(*) (a scan
@@ -91,11 +98,13 @@ func (m *Monitor) Status(ctx context.Context, now time.Time, exact bool, repairK
 		return st, err
 	}
 	for _, c := range cycles {
-		j := JobStatus{Cycle: c, Throughput: c.Throughput()}
-		if st.Rows > 0 {
+		j := JobStatus{Cycle: c, Throughput: c.Throughput(), Recent: strings.HasSuffix(c.Job, payrecon.RecentJobSuffix)}
+		if st.Rows > 0 && !j.Recent {
 			j.Progress = min(1, float64(c.CycleRows)/float64(st.Rows))
 		}
-		j.Projection = payrecon.Plan(payrecon.PlanInput{Rows: st.Rows, GrowthPerHour: st.NewRowsPerHour, RowsPerSecond: j.Throughput})
+		if !j.Recent {
+			j.Projection = payrecon.Plan(payrecon.PlanInput{Rows: st.Rows, GrowthPerHour: st.NewRowsPerHour, RowsPerSecond: j.Throughput})
+		}
 		if j.LeaseHolder, err = LeaseHolderOf(ctx, m.pool, c.Job); err != nil {
 			return st, err
 		}
@@ -103,6 +112,9 @@ func (m *Monitor) Status(ctx context.Context, now time.Time, exact bool, repairK
 			return st, err
 		}
 		st.Jobs = append(st.Jobs, j)
+	}
+	if st.Events, err = m.EventsStatus(ctx, now); err != nil {
+		return st, err
 	}
 	if st.OpenFindings, err = m.OpenFindingsByKind(ctx); err != nil {
 		return st, err

@@ -23,12 +23,30 @@ type Store struct {
 	// EnqueueFunc, when set, is called in every batch transaction that
 	// queued repair commands.
 	EnqueueFunc EnqueueFunc
+	// window, when positive, makes ReadBatch read only the rows created
+	// within it (see Recent).
+	window time.Duration
 }
 
 var _ payrecon.SweepStore = (*Store)(nil)
 
 // NewStore returns a store on pool.
 func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Recent returns a store on the same pool (and with the same EnqueueFunc)
+// for a recent-window sweep job (run --recent): its ReadBatch reads only the
+// rows created within window before the batch's now, in creation order
+// (queries/read_recent_batch.sql, an index range on payments_created_at),
+// from the row its cursor names. Everything else (the compare-and-set, the
+// commit of results, findings, healing and repairs, the wrap, rechecks) is
+// the full sweep's: the same RunBatch on another row source. Give it a job
+// name of its own (the full job's name plus payrecon.RecentJobSuffix), so
+// that its cursor, lease and rechecks are its own.
+func (s *Store) Recent(window time.Duration) *Store {
+	r := *s
+	r.window = window
+	return &r
+}
 
 // Pool returns the store's connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -41,7 +59,11 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 	b.Queue(queries.Get("ensure_cursor"), pgx.StrictNamedArgs{"job": job, "now": now})
 	var rows, rechecks []payrecon.PaymentRow
 	found := false
-	b.Queue(queries.Get("read_batch"), pgx.StrictNamedArgs{"job": job, "limit": limit}).Query(func(rs pgx.Rows) error {
+	read, args := queries.Get("read_batch"), pgx.StrictNamedArgs{"job": job, "limit": limit}
+	if s.window > 0 {
+		read, args["since"] = queries.Get("read_recent_batch"), now.Add(-s.window)
+	}
+	b.Queue(read, args).Query(func(rs pgx.Rows) error {
 		for rs.Next() {
 			var (
 				completed *time.Time

@@ -1,5 +1,6 @@
 // Package service is the long-running payrecon process (`payrecon run`):
-// the continuous sweep, the repair workers, the Stripe webhook endpoint on
+// the continuous sweep (and its recent window), the events catch-up, the
+// repair workers, the Stripe webhook endpoint on
 // the public listener, the operator console, River's dashboard, metrics and
 // health on the admin listener, wired together and stopped together.
 //
@@ -33,6 +34,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"payrecon"
+	"payrecon/catchup"
 	"payrecon/console"
 	"payrecon/httpapi"
 	"payrecon/postgres"
@@ -60,6 +62,19 @@ type Config struct {
 	Console console.Config
 	// Sweep configures the continuous sweep.
 	Sweep sweep.Config
+	// Events configures the events catch-up, which runs only when
+	// Events.Interval is positive; its Limiter (the sweep's), Clock, Logger,
+	// LeaseFunc and Registerer are set by the service.
+	Events catchup.Config
+	// EventSource, when set, is what the catch-up lists events from instead
+	// of the Stripe gateway.
+	EventSource payrecon.EventSource
+	// RecentWindow, when positive, runs a second sweep job (the full job's
+	// name plus payrecon.RecentJobSuffix, in list mode, with its own cursor
+	// and lease, within the same rate budget) that re-verifies the rows
+	// created within this window every RecentInterval.
+	RecentWindow   time.Duration
+	RecentInterval time.Duration
 	// RPS is the Stripe request budget per second (0: unlimited).
 	RPS float64
 	// Stripe configures the Stripe client; its Logger, Registerer and
@@ -91,6 +106,8 @@ type Service struct {
 	log      *slog.Logger
 	registry *prometheus.Registry
 	sweeper  *sweep.Sweeper
+	recent   *sweep.Sweeper
+	catcher  *catchup.Catcher
 	relay    *relay.Relay
 	handler  http.Handler
 	gateway  payrecon.Gateway
@@ -180,6 +197,17 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		return postgres.AcquireLease(ctx, pool, job, wait)
 	}
 	s.sweeper = sweep.New(store, gw, sc)
+	if cfg.RecentWindow > 0 {
+		rc := sc
+		rc.Job = s.sweeper.Config().Job + payrecon.RecentJobSuffix
+		rc.Mode = sweep.ModeList
+		rc.MinCycle = cfg.RecentInterval
+		if rc.MinCycle <= 0 {
+			rc.MinCycle = -1
+		}
+		rc.Logger = cfg.Logger.With("component", "sweep", "window", cfg.RecentWindow.String())
+		s.recent = sweep.New(store.Recent(cfg.RecentWindow), gw, rc)
+	}
 	s.registry.MustRegister(postgres.NewCollector(postgres.NewMonitor(pool), relay.Kind, cfg.Clock, cfg.Logger.With("component", "metrics")))
 	ui, err := rl.UIHandler(relay.UIPrefix)
 	if err != nil {
@@ -195,10 +223,30 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		return nil, err
 	}
 
+	events := postgres.NewEvents(pool, writer, cfg.Clock)
+	if cfg.Events.Interval > 0 {
+		src := cfg.EventSource
+		if src == nil {
+			es, ok := gw.(payrecon.EventSource)
+			if !ok {
+				return nil, errors.New("the events catch-up needs a Stripe gateway that lists events")
+			}
+			src = es
+		}
+		ec := cfg.Events
+		ec.Limiter, ec.Clock, ec.Logger, ec.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "events"), s.registry
+		ec.LeaseFunc = sc.LeaseFunc
+		// The catch-up's road into the writer. When postgres.Events.WithSource
+		// lands (transitions/notifications), this line becomes:
+		//   caught := events.WithSource("events") // EVENTS-SOURCE: transitions record the road
+		caught := events // EVENTS-SOURCE: replace with events.WithSource("events")
+		s.catcher = catchup.New(src, caught, postgres.NewEventCursors(pool), ec)
+	}
+
 	deps := httpapi.Deps{
 		Logger:      cfg.Logger.With("component", "http"),
 		Clock:       cfg.Clock,
-		Events:      postgres.NewEvents(pool, writer, cfg.Clock),
+		Events:      events,
 		Webhook:     httpapi.WebhookConfig{Secrets: cfg.WebhookSecrets},
 		Metrics:     promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}),
 		Ready:       http.HandlerFunc(s.handleReady),
@@ -327,6 +375,21 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		return nil
 	})
+	if s.recent != nil {
+		g.Go(func() error {
+			if err := s.recent.Run(gctx, nil); err != nil {
+				return fmt.Errorf("recent window sweep: %w", err)
+			}
+			return nil
+		})
+	}
+	if s.catcher != nil {
+		g.Go(func() error {
+			// Returns nil when gctx ends, an error only for a configuration
+			// error (a key without Events: Read).
+			return s.catcher.Run(gctx)
+		})
+	}
 	g.Go(func() error {
 		<-gctx.Done()
 		s.stopping.Store(true)
@@ -342,7 +405,8 @@ func (s *Service) Run(ctx context.Context) error {
 		return nil
 	})
 	s.log.Info("payrecon is running", "http_addr", s.Addr(), "admin_addr", s.AdminAddr(),
-		"console_url", "http://"+s.AdminAddr()+console.Prefix, "job", s.sweeper.Config().Job, "rps", s.cfg.RPS)
+		"console_url", "http://"+s.AdminAddr()+console.Prefix, "job", s.sweeper.Config().Job, "rps", s.cfg.RPS,
+		"events_interval", s.cfg.Events.Interval, "recent", s.cfg.RecentWindow, "recent_interval", s.cfg.RecentInterval)
 	if s.console.Open() {
 		s.log.Warn("the console has no password: anyone who reaches the admin address acts as an operator; set PAYRECON_CONSOLE_PASSWORD to require a login",
 			"admin_addr", s.AdminAddr())

@@ -60,9 +60,36 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"job", "reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.rows, m.batches, m.batchDuration, m.opened, m.resolved, m.commands, m.cycles, m.cycleDuration, m.pauses, m.leased)
+		// Several sweepers (a full job and its recent window) may share one
+		// Registerer: their metrics carry the job as a label, so the second
+		// one uses the collectors the first registered.
+		m.rows = register(reg, m.rows)
+		m.batches = register(reg, m.batches)
+		m.batchDuration = register(reg, m.batchDuration)
+		m.opened = register(reg, m.opened)
+		m.resolved = register(reg, m.resolved)
+		m.commands = register(reg, m.commands)
+		m.cycles = register(reg, m.cycles)
+		m.cycleDuration = register(reg, m.cycleDuration)
+		m.pauses = register(reg, m.pauses)
+		m.leased = register(reg, m.leased)
 	}
 	return m
+}
+
+// register registers c with reg, or returns the equal collector registered
+// before it.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
 }
 
 func (m *metrics) batchDone(job string, r BatchReport, d time.Duration) {

@@ -28,8 +28,9 @@ type cli struct {
 	Migrate  migrateCmd  `cmd:"" help:"Apply the schema migrations (idempotent; safe from several processes at once)."`
 	Scan     scanCmd     `cmd:"" help:"Sweep every payments row against Stripe: one cycle with --once, else continuously."`
 	Relay    relayCmd    `cmd:"" help:"Deliver queued repair commands to the canonical writer."`
+	Events   eventsCmd   `cmd:"" help:"Catch up on Stripe's events (GET /v1/events) through the webhook's code path: once with --once, else continuously."`
 	Prune    pruneCmd    `cmd:"" help:"Delete history past its retention (processed repair commands, webhook events, completed River jobs, console samples): --once, for cron."`
-	Run      runCmd      `cmd:"" help:"The long-running service: sweep, repair workers, webhook endpoint, metrics and health."`
+	Run      runCmd      `cmd:"" help:"The long-running service: sweep, events catch-up, recent window, repair workers, webhook endpoint, metrics and health."`
 	Status   statusCmd   `cmd:"" help:"Reconciliation lag, cycle progress and projection, findings and the repair queue."`
 	Findings findingsCmd `cmd:"" help:"List, show, resolve and re-check findings."`
 	Plan     planCmd     `cmd:"" help:"The cycle-time arithmetic: how long a full sweep takes, and whether it ever completes."`

@@ -206,11 +206,16 @@ func printDemo(a *app, r demo.Report) {
 	fmt.Fprintf(tw, "repairs\t%d\tapplied of %d commands, %d unprocessed; detection to repair median %s, max %s; queue empty %s after the cycle\n",
 		rp.Applied, rp.Commands, rp.Unprocessed, payrecon.FormatDuration(rp.MedianLatency), payrecon.FormatDuration(rp.MaxLatency),
 		payrecon.FormatDuration(rp.DrainAfterCycle))
+	ev := r.Events
+	fmt.Fprintf(tw, "events catch-up\t%d\tof %d events lost while the webhook endpoint was down caught up (every %s), detection delay median %s, max %s;\n",
+		ev.CaughtUp, ev.Lost, payrecon.FormatDuration(ev.Interval), payrecon.FormatDuration(ev.MedianDelay), payrecon.FormatDuration(ev.MaxDelay))
+	fmt.Fprintf(tw, "\t\tthe sweep had passed their rows (%d swept): it would reach them next cycle; %d delivered by webhook; %d applied twice, %d missed\n",
+		ev.SweepPassedAt, ev.Delivered, ev.AppliedTwice, ev.Missed)
 	tm := r.Timings
 	fmt.Fprintf(tw, "time\t%s\ttotal: setup %s, seed %s, webhooks %s, service %s\n", payrecon.FormatDuration(tm.Total),
 		payrecon.FormatDuration(tm.Setup), payrecon.FormatDuration(tm.Seed), payrecon.FormatDuration(tm.Webhooks), payrecon.FormatDuration(tm.Service))
 	_ = tw.Flush()
-	for _, s := range append(append(append([]string{}, r.FalseFindingSamples...), r.TouchedSamples...), r.WrongStateSamples...) {
+	for _, s := range slices.Concat(r.FalseFindingSamples, r.TouchedSamples, r.WrongStateSamples, r.Events.Samples) {
 		fmt.Fprintf(w, "  e.g. %s\n", s)
 	}
 	if r.Kept {
@@ -219,7 +224,7 @@ func printDemo(a *app, r demo.Report) {
 		fmt.Fprintf(w, "database %s dropped\n", r.Database)
 	}
 	if r.OK() {
-		fmt.Fprintln(w, "PASS: every injected drift was detected, the repairable ones repaired, and no other row was touched")
+		fmt.Fprintln(w, "PASS: every injected drift was detected, the repairable ones repaired, every lost live event caught up once, and no other row was touched")
 		return
 	}
 	fmt.Fprintf(w, "FAIL: %s\n", strings.Join(r.Problems(), "; "))

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"payrecon"
+	"payrecon/catchup"
 	"payrecon/internal/redact"
 	"payrecon/postgres"
 	"payrecon/relay"
@@ -17,12 +20,15 @@ type runCmd struct {
 	stripeFlags
 	sweepFlags
 	consoleFlags
-	WebhookSecret string        `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
-	HTTPAddr      string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address: POST /webhooks/stripe, /healthz and /readyz, nothing else."`
-	MinCycle      time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum."`
-	Workers       int           `default:"20" help:"Repair commands applied at once."`
-	MaxAttempts   int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
-	RescueAfter   time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River hands it to another (each attempt is cut off at a third of this)."`
+	WebhookSecret  string        `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
+	HTTPAddr       string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address: POST /webhooks/stripe, /healthz and /readyz, nothing else."`
+	MinCycle       time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum."`
+	Workers        int           `default:"20" help:"Repair commands applied at once."`
+	MaxAttempts    int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
+	RescueAfter    time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River hands it to another (each attempt is cut off at a third of this)."`
+	EventsInterval time.Duration `name:"events-interval" env:"PAYRECON_EVENTS_INTERVAL" default:"30s" help:"Catch up on Stripe's events (GET /v1/events, the webhook's types) this often, through the webhook's code path: a lost webhook is applied within one interval. Needs Events: Read. 0: off."`
+	Recent         time.Duration `name:"recent" default:"0s" help:"Re-verify the rows created within this window, e.g. 72h (list mode, a second sweep job with its own cursor and lease, within the same budget), every --recent-interval, besides the full cycle. 0 (the default): off."`
+	RecentInterval time.Duration `name:"recent-interval" default:"5m" help:"How often the --recent window is re-verified. 0: off."`
 	retainFlags
 	PruneInterval time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often history past its --retain-* is deleted (a River periodic job, on one replica); 0: never."`
 }
@@ -39,6 +45,12 @@ func (c *runCmd) Run(a *app) error {
 		cfg.MinCycle = -1 // no minimum (a zero Config field would mean the default)
 	default:
 		cfg.MinCycle = c.MinCycle
+	}
+	if err := checkDetectionFlags(c.EventsInterval, c.Recent, c.RecentInterval); err != nil {
+		return err
+	}
+	if cfg.Job == catchup.JobDefault || strings.HasSuffix(cfg.Job, payrecon.RecentJobSuffix) {
+		return usageError{fmt.Errorf("--job %q is reserved (the events catch-up is %q; recent windows end in %q): choose another name", cfg.Job, catchup.JobDefault, payrecon.RecentJobSuffix)}
 	}
 	if c.PruneInterval < 0 {
 		return usageError{fmt.Errorf("--prune-interval must not be negative, got %s (0 means never)", c.PruneInterval)}
@@ -66,7 +78,8 @@ func (c *runCmd) Run(a *app) error {
 		"stripe_webhook_secret", redactSecretList(c.WebhookSecret), "http_addr", c.HTTPAddr,
 		"admin_addr", c.AdminAddr, "console_password", c.consoleFlags.describe(), "job", cfg.Job,
 		"batch", c.Batch, "grace", c.Grace, "rps", c.RPS, "concurrency", c.Concurrency, "mode", c.Mode,
-		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts, "prune_interval", c.PruneInterval,
+		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts,
+		"events_interval", c.EventsInterval, "recent", c.Recent, "recent_interval", c.RecentInterval, "prune_interval", c.PruneInterval,
 		"retain_outbox", postgres.FormatRetention(time.Duration(c.RetainOutbox)),
 		"retain_webhook_events", postgres.FormatRetention(time.Duration(c.RetainWebhookEvents)),
 		"retain_river_jobs", postgres.FormatRetention(time.Duration(c.RetainRiverJobs)),
@@ -77,11 +90,18 @@ func (c *runCmd) Run(a *app) error {
 		return err
 	}
 	defer pool.Close()
+	recent := c.Recent
+	if c.RecentInterval == 0 {
+		recent = 0
+	}
 	svc, err := service.New(pool, service.Config{
 		HTTPAddr:        c.HTTPAddr,
 		AdminAddr:       c.AdminAddr,
 		ConsolePassword: password,
 		Sweep:           cfg,
+		Events:          catchup.Config{Interval: c.EventsInterval},
+		RecentWindow:    recent,
+		RecentInterval:  c.RecentInterval,
 		RPS:             c.RPS,
 		Stripe: stripeapi.Config{
 			SecretKey: c.StripeSecretKey,
@@ -97,6 +117,11 @@ func (c *runCmd) Run(a *app) error {
 	}
 	if err := a.checkStripe(svc.Gateway()); err != nil {
 		return err
+	}
+	if c.EventsInterval > 0 {
+		if err := a.checkEventsAccess(svc.Gateway()); err != nil {
+			return err
+		}
 	}
 	err = svc.Run(a.ctx)
 	if errors.Is(err, context.Canceled) && a.ctx.Err() != nil {

@@ -57,20 +57,27 @@ func printStatus(w io.Writer, st postgres.Status) {
 		fmt.Fprintf(tw, "sweep\tnever run: start one with `payrecon scan --once` or `payrecon run`\n")
 	}
 	for _, j := range st.Jobs {
-		fmt.Fprintf(tw, "\njob %s\t\n", j.Job)
-		fmt.Fprintf(tw, "  current cycle\tstarted %s, %.0f%% swept (%d of %d rows)\n", ago(st.Now, j.CycleStartedAt), 100*j.Progress, j.CycleRows, st.Rows)
+		if j.Recent {
+			fmt.Fprintf(tw, "\njob %s\t(recent window: re-verifies the rows created within it)\n", j.Job)
+			fmt.Fprintf(tw, "  current cycle\tstarted %s, %d rows so far\n", ago(st.Now, j.CycleStartedAt), j.CycleRows)
+		} else {
+			fmt.Fprintf(tw, "\njob %s\t\n", j.Job)
+			fmt.Fprintf(tw, "  current cycle\tstarted %s, %.0f%% swept (%d of %d rows)\n", ago(st.Now, j.CycleStartedAt), 100*j.Progress, j.CycleRows, st.Rows)
+		}
 		last := "never completed"
 		if !j.LastCycleCompletedAt.IsZero() {
 			last = fmt.Sprintf("%s, took %s (%d rows)", ago(st.Now, j.LastCycleCompletedAt), payrecon.FormatDuration(j.LastCycleDuration), j.LastCycleRows)
 		}
 		fmt.Fprintf(tw, "  last completed cycle\t%s\n", last)
-		if j.Throughput > 0 {
+		switch {
+		case j.Recent: // a window has no projection over the whole table
+		case j.Throughput > 0:
 			fmt.Fprintf(tw, "  throughput\t%.1f rows/s (measured)\n", j.Throughput)
 			fmt.Fprintf(tw, "  projected cycle time\t%s\n", j.Projection.Verdict)
 			if !j.Projection.Completes {
 				warnings = append(warnings, fmt.Sprintf("job %s: %s", j.Job, j.Projection.Verdict))
 			}
-		} else {
+		default:
 			fmt.Fprintf(tw, "  throughput\tnot measured yet\n")
 		}
 		holder := "nobody (no sweeper running)"
@@ -82,6 +89,9 @@ func printStatus(w io.Writer, st postgres.Status) {
 			fmt.Fprintf(tw, "  rechecks queued\tunverifiable %d, grace window %d, changed %d\n",
 				j.Rechecks[payrecon.RecheckUnverifiable], j.Rechecks[payrecon.RecheckGrace], j.Rechecks[payrecon.RecheckChanged])
 		}
+	}
+	for _, e := range st.Events {
+		warnings = append(warnings, printEvents(tw, st.Now, e)...)
 	}
 	fmt.Fprintf(tw, "\nopen findings\t%d\n", st.OpenFindingsTotal)
 	for _, k := range payrecon.Kinds {
@@ -111,4 +121,39 @@ func printStatus(w io.Writer, st postgres.Status) {
 	for _, wmsg := range warnings {
 		fmt.Fprintf(w, "WARNING: %s\n", wmsg)
 	}
+}
+
+// printEvents prints one events catch-up cursor and returns its warnings.
+func printEvents(tw io.Writer, now time.Time, e postgres.EventsStatus) []string {
+	var warnings []string
+	fmt.Fprintf(tw, "\nevents %s\t(catch-up: Stripe's events through the webhook's code path)\n", e.Job)
+	at := "none yet (starts from " + e.StartFrom.UTC().Format(time.RFC3339) + ")"
+	if e.EventID != "" {
+		at = fmt.Sprintf("%s, created %s", e.EventID, ago(now, e.EventCreated))
+	}
+	fmt.Fprintf(tw, "  cursor\t%s\n", at)
+	fmt.Fprintf(tw, "  up to date\t%s\t(age of the last round that reached the newest event)\n", ago(now, e.CheckedAt))
+	var total int64
+	for _, n := range e.Outcomes {
+		total += n
+	}
+	fmt.Fprintf(tw, "  events processed\t%d (applied %d, already in target %d, moved elsewhere %d, no local row %d, ignored %d, duplicate %d, refused %d)\n",
+		total, e.Outcomes[string(payrecon.Applied)], e.Outcomes[string(payrecon.AlreadyInTarget)], e.Outcomes[string(payrecon.MovedElsewhere)],
+		e.Outcomes[string(payrecon.PaymentMissing)], e.Outcomes[payrecon.OutcomeIgnored], e.Outcomes["duplicate"], e.Outcomes["refused"])
+	if !e.LastAppliedAt.IsZero() {
+		fmt.Fprintf(tw, "  last caught up\t%s, %s after Stripe created it\n", ago(now, e.LastAppliedAt), payrecon.FormatDuration(e.LastDelay))
+	}
+	holder := "nobody (no catch-up running)"
+	if e.LeaseHolder != nil {
+		holder = e.LeaseHolder.String()
+	}
+	fmt.Fprintf(tw, "  caught up by\t%s\n", holder)
+	if e.Resets > 0 {
+		fmt.Fprintf(tw, "  cursor restarts\t%d, the last %s: %s\n", e.Resets, ago(now, e.ResetAt), e.ResetReason)
+	}
+	if e.Losses > 0 {
+		warnings = append(warnings, fmt.Sprintf("events %s: the cursor was older than Stripe's 30 days; events created %s to %s were not caught up (the sweep covers them)",
+			e.Job, e.LostFrom.UTC().Format(time.RFC3339), e.LostTo.UTC().Format(time.RFC3339)))
+	}
+	return warnings
 }

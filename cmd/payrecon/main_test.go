@@ -180,9 +180,17 @@ func TestConfigurationErrorsAreOneClearLine(t *testing.T) {
 		{"console password twice", with("PAYRECON_CONSOLE_PASSWORD", "pw"), []string{"run", "--console-password-file", "/dev/null"}, 2, "not both"},
 		{"empty console password file", b.env, []string{"run", "--console-password-file", "/dev/null"}, 2, "is empty"},
 		{"missing console password file", b.env, []string{"run", "--console-password-file", "/nonexistent/pw"}, 2, "console password file"},
+		{"negative events interval", b.env, []string{"run", "--events-interval=-30s"}, 2, "--events-interval must not be negative"},
+		{"negative events interval, from the environment", with("PAYRECON_EVENTS_INTERVAL", "-1m"), []string{"run"}, 2, "--events-interval must not be negative"},
+		{"negative recent window", b.env, []string{"run", "--recent=-72h"}, 2, "--recent must not be negative"},
+		{"negative recent interval", b.env, []string{"run", "--recent-interval=-5m"}, 2, "--recent-interval must not be negative"},
+		{"sweep job named like the catch-up", b.env, []string{"run", "--job", "events"}, 2, "is reserved"},
+		{"events since zero", b.env, []string{"events", "--once", "--since", "0s"}, 2, "--since must be positive"},
+		{"events continuously with interval zero", b.env, []string{"events", "--events-interval", "0"}, 2, "does nothing"},
+		{"events without Events: Read", b.env, []string{"events", "--once", "--stripe-secret-key", "sk_test_wrongwrongwrong"}, 2, "check STRIPE_SECRET_KEY"},
 	}
 	for _, cmd := range [][]string{{"status"}, {"findings", "list"}, {"findings", "show", "1"}, {"relay", "--drain"},
-		{"plan", "--from-db"}, {"scan", "--once"}, {"run"}, {"migrate"}, {"prune", "--once"}} {
+		{"plan", "--from-db"}, {"scan", "--once"}, {"run"}, {"migrate"}, {"prune", "--once"}, {"events", "--once"}} {
 		cases = append(cases, struct {
 			name string
 			env  map[string]string
@@ -249,4 +257,45 @@ func TestConfigRedactsSecrets(t *testing.T) {
 
 func stripesimIntent(id string, s payrecon.StripeStatus) stripesim.Intent {
 	return stripesim.Intent{ID: id, Status: s, Created: time.Now().Add(-time.Hour)}
+}
+
+// events --once catches up the events the webhook never delivered, through
+// the webhook's code path, prints JSON, exits 0; status then shows the
+// cursor; a second run finds nothing new.
+func TestEventsOnceEndToEnd(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t, [][2]string{{"pending", "requires_payment_method"}, {"pending", "requires_payment_method"}, {"pending", "requires_payment_method"}})
+	for i := range 3 {
+		if _, err := b.sim.SetStatus(fmt.Sprintf("pi_cli_%04d", i), payrecon.IntentSucceeded); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runCLI(t, b.env, "events", "--once", "--since", "1h", "--json")
+	if r.code != 0 {
+		t.Fatalf("events exit %d: %s%s", r.code, r.stderr, r.stdout)
+	}
+	var rep struct {
+		Processed int            `json:"processed"`
+		Outcomes  map[string]int `json:"outcomes"`
+		UpToDate  bool           `json:"up_to_date"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("events --json output: %v\n%s", err, r.stdout)
+	}
+	if rep.Processed != 3 || rep.Outcomes["applied"] != 3 || !rep.UpToDate {
+		t.Fatalf("report %+v; want 3 applied", rep)
+	}
+	pool := pgtestPool(t, b.url)
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE status = 'paid' AND version = 1"); n != 3 {
+		t.Fatalf("%d payments paid once, want 3", n)
+	}
+	r = runCLI(t, b.env, "events", "--once")
+	if r.code != 0 || !strings.Contains(r.stdout, "events processed") {
+		t.Fatalf("second events exit %d: %s%s", r.code, r.stderr, r.stdout)
+	}
+	r = runCLI(t, b.env, "status")
+	if r.code != 0 || !strings.Contains(r.stdout, "events events") || !strings.Contains(r.stdout, "applied 3") {
+		t.Fatalf("status exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
 }

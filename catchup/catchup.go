@@ -1,0 +1,498 @@
+// Package catchup is the events catch-up: it lists Stripe's events
+// (GET /v1/events) for the types the webhook endpoint handles, oldest first,
+// from a cursor kept in the database, and feeds each one through exactly
+// the webhook's code path after the transport: payrecon.ParseEvent, then
+// the same payrecon.EventProcessor (same shape checks, same dedupe by event
+// id, same canonical writer, same findings). A webhook the endpoint lost is
+// then applied within one interval instead of when the sweep reaches its
+// row; an event the endpoint already processed is a no-op, and a webhook
+// arriving after its event was caught up is a duplicate.
+//
+// Guarantees:
+//   - one catcher at a time per job: the catcher holds the job's lease
+//     (like the sweep's) while it runs;
+//   - the cursor moves past an event only after the event was processed,
+//     and only by compare-and-set, so two catchers (a lease lost mid-round,
+//     a pooler that breaks session locks) can never skip an event, and the
+//     dedupe by event id means none is applied twice;
+//   - a cursor older than Stripe's 30 days, or one Stripe refuses, is
+//     restarted from the 30-day bound and the loss (if any) is logged,
+//     recorded (status) and counted (metrics): the sweep covers what
+//     Stripe no longer has;
+//   - every request waits on the sweep's rate budget (the same
+//     *sweep.Limiter) and slows it down on 429;
+//   - when nothing happens, a round is one request.
+package catchup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"payrecon"
+	"payrecon/sweep"
+)
+
+// Defaults of Config.
+const (
+	// JobDefault names the catch-up's cursor and lease.
+	JobDefault = "events"
+	// IntervalDefault is the time between rounds of Run.
+	IntervalDefault = 30 * time.Second
+	// SinceDefault is how far back the first round reaches.
+	SinceDefault = 72 * time.Hour
+	// retentionMargin keeps the catch-up an hour clear of Stripe's 30-day
+	// edge, where events vanish while a walk uses them as cursors.
+	retentionMargin = time.Hour
+	// checkOverlap: a restart from the last check goes back this far, for
+	// events Stripe lists a little late (the dedupe makes the overlap free
+	// of effects).
+	checkOverlap = time.Minute
+	pageSize     = 100
+)
+
+// Outcomes a catch-up records besides the processor's own.
+const (
+	// OutcomeDuplicate: the event had been processed already (by the
+	// webhook, or an earlier round).
+	OutcomeDuplicate = "duplicate"
+	// OutcomeRefused: the event failed payrecon.ParseEvent; it is skipped
+	// (a webhook would be answered 400) and logged.
+	OutcomeRefused = "refused"
+)
+
+// Config configures a catcher and gives it its dependencies. Zero fields
+// take the defaults.
+type Config struct {
+	// Job names the cursor and the lease (default JobDefault). It must
+	// differ from every sweep job's name: the lease keys share one space.
+	Job string
+	// Interval is the time between rounds of Run (default IntervalDefault).
+	Interval time.Duration
+	// Since is how far back the first round reaches (default SinceDefault);
+	// at most Stripe's 30 days (less an hour) are used.
+	Since time.Duration
+	// Types are the event types listed (default
+	// payrecon.CatchUpEventTypes).
+	Types []string
+
+	// Limiter is the shared Stripe rate budget (the sweep's); nil means
+	// unlimited.
+	Limiter *sweep.Limiter
+	// Clock gives every time written and measured; nil means
+	// payrecon.SystemClock.
+	Clock payrecon.Clock
+	// Logger receives progress and warnings; nil discards them.
+	Logger *slog.Logger
+	// LeaseFunc, when set, makes RunOnce and Run hold the job's lease.
+	LeaseFunc sweep.LeaseFunc
+	// WaitForLease makes RunOnce wait for another holder of the lease
+	// instead of failing with payrecon.ErrLeaseHeld.
+	WaitForLease bool
+	// SleepFunc waits between rounds; nil means payrecon.Sleep.
+	SleepFunc func(ctx context.Context, d time.Duration) error
+	// Registerer receives the catch-up's metrics; nil leaves them
+	// unregistered.
+	Registerer prometheus.Registerer
+}
+
+func (c Config) withDefaults() Config {
+	if c.Job == "" {
+		c.Job = JobDefault
+	}
+	if c.Interval <= 0 {
+		c.Interval = IntervalDefault
+	}
+	if c.Since <= 0 {
+		c.Since = SinceDefault
+	}
+	c.Since = min(c.Since, MaxSince)
+	if len(c.Types) == 0 {
+		c.Types = payrecon.CatchUpEventTypes
+	}
+	if c.Clock == nil {
+		c.Clock = payrecon.SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.SleepFunc == nil {
+		c.SleepFunc = payrecon.Sleep
+	}
+	return c
+}
+
+// MaxSince is the furthest back a first round reaches: Stripe's 30 days,
+// less a margin of an hour.
+const MaxSince = payrecon.EventRetention - retentionMargin
+
+// Catcher catches up one job's events.
+type Catcher struct {
+	source  payrecon.EventSource
+	proc    payrecon.EventProcessor
+	store   payrecon.EventCursorStore
+	cfg     Config
+	metrics *metrics
+}
+
+// New returns a catcher that lists events from source, processes them with
+// proc (the webhook endpoint's processor) and keeps its cursor in store.
+func New(source payrecon.EventSource, proc payrecon.EventProcessor, store payrecon.EventCursorStore, cfg Config) *Catcher {
+	cfg = cfg.withDefaults()
+	return &Catcher{source: source, proc: proc, store: store, cfg: cfg, metrics: newMetrics(cfg.Registerer)}
+}
+
+// Config returns the effective configuration.
+func (c *Catcher) Config() Config { return c.cfg }
+
+// Report says what one round (or RunOnce) did.
+type Report struct {
+	Job string `json:"job"`
+	// Listed counts the events read from Stripe; Processed those fed to
+	// the processor (or refused) and passed by the cursor.
+	Listed    int `json:"listed"`
+	Processed int `json:"processed"`
+	// Outcomes counts the processed events by outcome (the processor's,
+	// or duplicate, or refused).
+	Outcomes map[string]int `json:"outcomes"`
+	// Requests counts the requests made to Stripe.
+	Requests int `json:"stripe_requests"`
+	// MaxDelay is the largest detection delay (Stripe's created → applied)
+	// of the events this round recorded first.
+	MaxDelay time.Duration `json:"max_delay_ns"`
+	// Cursor is the cursor's event after the round ("" for none).
+	Cursor string `json:"cursor,omitempty"`
+	// Reset is set when the round restarted the cursor from a time.
+	Reset *payrecon.EventCursorReset `json:"reset,omitempty"`
+	// UpToDate is true when the round reached the newest event.
+	UpToDate bool          `json:"up_to_date"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// errStop ends a round without an error: another catcher moved the cursor.
+var errStop = errors.New("stop round")
+
+// Round catches up once, without the lease: from the cursor to the newest
+// event, processing each one oldest first and moving the cursor past it.
+// It returns early (with what it did) on ctx's end, an error of the
+// processor or the store, or Stripe's; a cursor another catcher moved is
+// not an error (the round stops, and that catcher goes on).
+func (c *Catcher) Round(ctx context.Context) (Report, error) {
+	start := c.cfg.Clock.Now()
+	rep := Report{Job: c.cfg.Job, Outcomes: map[string]int{}}
+	defer func() { rep.Duration = c.cfg.Clock.Now().Sub(start) }()
+	err := c.round(ctx, &rep)
+	if errors.Is(err, errStop) || errors.Is(err, payrecon.ErrConcurrentRun) {
+		c.cfg.Logger.Warn("another catcher moved the events cursor; this round stops", "job", c.cfg.Job)
+		c.metrics.rounds.WithLabelValues("concurrent_run").Inc()
+		return rep, nil
+	}
+	switch {
+	case err == nil:
+		c.metrics.rounds.WithLabelValues("ok").Inc()
+	case errors.Is(err, payrecon.ErrUnavailable):
+		c.metrics.rounds.WithLabelValues("unavailable").Inc()
+	case ctx.Err() == nil:
+		c.metrics.rounds.WithLabelValues("error").Inc()
+	}
+	return rep, err
+}
+
+func (c *Catcher) round(ctx context.Context, rep *Report) error {
+	now := c.cfg.Clock.Now()
+	cur, err := c.store.ReadEventCursor(ctx, c.cfg.Job, now.Add(-c.cfg.Since).Truncate(time.Second), now)
+	if err != nil {
+		return err
+	}
+	if expired(cur, now.Add(-payrecon.EventRetention)) {
+		if cur, err = c.reset(ctx, rep, cur, "the cursor is older than Stripe keeps events (30 days)"); err != nil {
+			return err
+		}
+	}
+	for resets := 0; ; resets++ {
+		err := c.walk(ctx, rep, &cur)
+		if !errors.Is(err, payrecon.ErrNotFound) || cur.EventID == "" || resets > 0 {
+			rep.Cursor = cur.EventID
+			return err
+		}
+		// Stripe no longer has the cursor's event (or never had it: another
+		// account, another mode): restart from what is known covered.
+		if cur, err = c.reset(ctx, rep, cur, "Stripe refused the cursor's event"); err != nil {
+			return err
+		}
+	}
+}
+
+// expired reports whether the cursor reaches further back than Stripe keeps
+// events (edge: now minus 30 days).
+func expired(cur payrecon.EventCursor, edge time.Time) bool {
+	if cur.EventID != "" {
+		return cur.EventCreated.Before(edge)
+	}
+	return cur.StartFrom.Before(edge)
+}
+
+// covered is the time up to which every event is known processed.
+func covered(cur payrecon.EventCursor) time.Time {
+	t := cur.StartFrom
+	if cur.EventID != "" {
+		t = cur.EventCreated
+	}
+	if !cur.CheckedAt.IsZero() {
+		if c := cur.CheckedAt.Add(-checkOverlap); c.After(t) {
+			t = c
+		}
+	}
+	return t
+}
+
+// reset restarts the cursor from the later of what is known covered and
+// the 30-day bound (less the margin); what lies between the covered time and
+// the bound is lost.
+func (c *Catcher) reset(ctx context.Context, rep *Report, cur payrecon.EventCursor, reason string) (payrecon.EventCursor, error) {
+	now := c.cfg.Clock.Now()
+	bound := now.Add(-MaxSince)
+	from := covered(cur)
+	r := payrecon.EventCursorReset{Job: c.cfg.Job, From: cur.EventID, StartFrom: from.Truncate(time.Second), Reason: reason, Now: now}
+	if from.Before(bound) {
+		r.StartFrom, r.LostFrom, r.LostTo = bound.Truncate(time.Second), from, bound
+	}
+	if err := c.store.ResetEventCursor(ctx, r); err != nil {
+		return cur, err
+	}
+	rep.Reset = &r
+	label := "refused"
+	if cur.EventID == "" || cur.EventCreated.Before(bound) {
+		label = "expired"
+	}
+	c.metrics.resets.WithLabelValues(label).Inc()
+	attrs := []any{"job", c.cfg.Job, "reason", reason, "cursor_event_id", cur.EventID, "restart_from", r.StartFrom}
+	if r.LostFrom.IsZero() {
+		c.cfg.Logger.Info("events cursor restarted; nothing was lost", attrs...)
+	} else {
+		c.cfg.Logger.Warn("events cursor restarted from Stripe's 30-day bound: events created in between were not caught up; the sweep will find their drift",
+			append(attrs, "lost_from", r.LostFrom, "lost_to", r.LostTo)...)
+	}
+	return payrecon.EventCursor{Job: c.cfg.Job, StartFrom: r.StartFrom, CheckedAt: cur.CheckedAt}, nil
+}
+
+// walk processes every event after the cursor, oldest first. Without an
+// event in the cursor it first walks back from the newest event to the
+// oldest one created at or after StartFrom (Stripe lists newest first) and
+// starts there.
+func (c *Catcher) walk(ctx context.Context, rep *Report, cur *payrecon.EventCursor) error {
+	if cur.EventID == "" {
+		page, err := c.oldestPage(ctx, rep, cur.StartFrom)
+		if err != nil {
+			return err
+		}
+		if err := c.apply(ctx, rep, cur, page.Events); err != nil {
+			return err
+		}
+		if cur.EventID == "" { // nothing since StartFrom
+			return c.checked(ctx, rep, cur)
+		}
+	}
+	for {
+		page, err := c.list(ctx, rep, payrecon.EventQuery{Types: c.cfg.Types, EndingBefore: cur.EventID, Limit: pageSize})
+		if err != nil {
+			return err
+		}
+		if err := c.apply(ctx, rep, cur, page.Events); err != nil {
+			return err
+		}
+		if !page.HasMore {
+			return c.checked(ctx, rep, cur)
+		}
+		if len(page.Events) == 0 {
+			return fmt.Errorf("list events before %s: an empty page that says more follow", cur.EventID)
+		}
+	}
+}
+
+func (c *Catcher) checked(ctx context.Context, rep *Report, cur *payrecon.EventCursor) error {
+	now := c.cfg.Clock.Now()
+	if err := c.store.MarkEventCursorChecked(ctx, c.cfg.Job, cur.EventID, now); err != nil {
+		return err
+	}
+	cur.CheckedAt = now
+	rep.UpToDate = true
+	return nil
+}
+
+// oldestPage walks back from the newest event created at or after from to
+// the oldest page, and returns it (newest first, as listed). Only one page
+// is held at a time.
+func (c *Catcher) oldestPage(ctx context.Context, rep *Report, from time.Time) (payrecon.EventPage, error) {
+	q := payrecon.EventQuery{Types: c.cfg.Types, CreatedGTE: from, Limit: pageSize}
+	for {
+		page, err := c.list(ctx, rep, q)
+		if err != nil {
+			return page, err
+		}
+		if !page.HasMore || len(page.Events) == 0 {
+			return page, nil
+		}
+		q.StartingAfter = page.Events[len(page.Events)-1].ID
+	}
+}
+
+// list makes one request within the rate budget.
+func (c *Catcher) list(ctx context.Context, rep *Report, q payrecon.EventQuery) (payrecon.EventPage, error) {
+	if c.cfg.Limiter != nil {
+		if err := c.cfg.Limiter.Wait(ctx); err != nil {
+			return payrecon.EventPage{}, err
+		}
+	}
+	rep.Requests++
+	page, err := c.source.ListEvents(ctx, q)
+	if err != nil {
+		var ue *payrecon.UnavailableError
+		if errors.As(err, &ue) && ue.RateLimited && c.cfg.Limiter != nil {
+			c.cfg.Limiter.OnRateLimited(ue.RetryAfter)
+		}
+		return page, err
+	}
+	if c.cfg.Limiter != nil {
+		c.cfg.Limiter.OnSuccess()
+	}
+	rep.Listed += len(page.Events)
+	return page, nil
+}
+
+// apply processes a page's events oldest first (the page is newest first),
+// moving the cursor past each.
+func (c *Catcher) apply(ctx context.Context, rep *Report, cur *payrecon.EventCursor, events []payrecon.RawEvent) error {
+	for i := len(events) - 1; i >= 0; i-- {
+		raw := events[i]
+		adv := payrecon.EventAdvance{Job: c.cfg.Job, From: cur.EventID, To: raw.ID, ToCreated: raw.Created}
+		ev, err := payrecon.ParseEvent(raw.JSON)
+		if err != nil {
+			// A webhook would be answered 400 and never retried into
+			// success: skip it, loudly.
+			adv.Outcome = OutcomeRefused
+			c.cfg.Logger.Warn("listed event refused; skipped", "job", c.cfg.Job, "event_id", payrecon.Quote(raw.ID, 60),
+				"event_type", payrecon.Quote(raw.Type, 60), "reason", err.Error())
+		} else {
+			res, err := c.proc.ProcessEvent(ctx, ev)
+			if err != nil {
+				return fmt.Errorf("process event %s: %w", ev.ID, err)
+			}
+			adv.Outcome = res.Outcome
+			if res.Duplicate {
+				adv.Outcome = OutcomeDuplicate
+			} else {
+				adv.Delay = max(c.cfg.Clock.Now().Sub(raw.Created), time.Nanosecond)
+			}
+			if !res.Duplicate {
+				attrs := []any{"job", c.cfg.Job, "event_id", ev.ID, "event_type", ev.Type, "outcome", res.Outcome,
+					"delay", adv.Delay.Round(time.Millisecond)}
+				if res.PaymentID != 0 {
+					attrs = append(attrs, "payment_id", res.PaymentID)
+				}
+				if res.FindingID != 0 {
+					attrs = append(attrs, "finding_id", res.FindingID)
+				}
+				c.cfg.Logger.Info("event caught up", attrs...)
+			}
+		}
+		adv.Now = c.cfg.Clock.Now()
+		if err := c.store.AdvanceEventCursor(ctx, adv); err != nil {
+			if errors.Is(err, payrecon.ErrConcurrentRun) {
+				return errStop
+			}
+			return err
+		}
+		cur.EventID, cur.EventCreated = raw.ID, raw.Created
+		rep.Processed++
+		rep.Outcomes[adv.Outcome]++
+		c.metrics.events.WithLabelValues(adv.Outcome).Inc()
+		if adv.Delay > 0 {
+			c.metrics.delay.Observe(adv.Delay.Seconds())
+			rep.MaxDelay = max(rep.MaxDelay, adv.Delay)
+		}
+	}
+	return nil
+}
+
+// RunOnce holds the job's lease (with a LeaseFunc) and runs one round: it is
+// `payrecon events --once`.
+func (c *Catcher) RunOnce(ctx context.Context) (Report, error) {
+	if c.cfg.LeaseFunc != nil {
+		lease, err := c.cfg.LeaseFunc(ctx, c.cfg.Job, c.cfg.WaitForLease)
+		if err != nil {
+			return Report{Job: c.cfg.Job, Outcomes: map[string]int{}}, err
+		}
+		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
+	}
+	return c.Round(ctx)
+}
+
+var errLeaseLost = errors.New("lease lost")
+
+// Run catches up every Config.Interval until ctx ends (then it returns
+// nil). With a LeaseFunc it first waits for the job's lease, so of several
+// replicas exactly one catches up, and another takes over when it dies; if
+// the lease's connection is lost it waits for the lease again. A
+// configuration error (a key without Events: Read) is returned; any other
+// failure (Stripe or the database unavailable) is logged and the next round
+// tries again.
+func (c *Catcher) Run(ctx context.Context) error {
+	for {
+		err := c.runLeased(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, errLeaseLost) {
+			return err
+		}
+		c.cfg.Logger.Warn("events lease lost; waiting to take it again", "job", c.cfg.Job)
+	}
+}
+
+func (c *Catcher) runLeased(ctx context.Context) error {
+	var lease sweep.Lease
+	if c.cfg.LeaseFunc != nil {
+		c.cfg.Logger.Info("waiting for the events lease", "job", c.cfg.Job)
+		l, err := c.cfg.LeaseFunc(ctx, c.cfg.Job, true)
+		if err != nil {
+			return err
+		}
+		lease = l
+		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
+		c.cfg.Logger.Info("events lease acquired", "job", c.cfg.Job, "interval", c.cfg.Interval)
+		c.metrics.leased.Set(1)
+		defer c.metrics.leased.Set(0)
+	}
+	for {
+		if lease != nil {
+			if err := lease.Alive(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return errLeaseLost
+			}
+		}
+		rep, err := c.Round(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, payrecon.ErrConfig):
+			return fmt.Errorf("events catch-up: %w", err)
+		case err != nil:
+			c.cfg.Logger.Warn("events catch-up round failed; trying again next round", "job", c.cfg.Job,
+				"processed", rep.Processed, "error", err, "next_in", c.cfg.Interval)
+		case rep.Processed > 0:
+			c.cfg.Logger.Info("events caught up", "job", c.cfg.Job, "processed", rep.Processed,
+				"applied", rep.Outcomes[string(payrecon.Applied)], "duplicates", rep.Outcomes[OutcomeDuplicate],
+				"max_delay", rep.MaxDelay.Round(time.Millisecond), "stripe_requests", rep.Requests)
+		}
+		if err := c.cfg.SleepFunc(ctx, c.cfg.Interval); err != nil {
+			return nil
+		}
+	}
+}

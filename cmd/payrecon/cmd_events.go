@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"payrecon"
+	"payrecon/catchup"
+	"payrecon/internal/redact"
+	"payrecon/postgres"
+	"payrecon/stripeapi"
+	"payrecon/sweep"
+)
+
+// eventsCmd is `payrecon events`: the events catch-up on its own.
+type eventsCmd struct {
+	stripeFlags
+	Once     bool          `help:"Catch up from the cursor to the newest event, print what was done, and exit."`
+	Since    time.Duration `default:"72h" help:"First run only (no cursor yet): start from the events created this long ago; at most Stripe's 30 days are used."`
+	Interval time.Duration `name:"events-interval" env:"PAYRECON_EVENTS_INTERVAL" default:"30s" help:"Without --once: catch up this often until interrupted."`
+	RPS      float64       `name:"rps" default:"20" help:"Stripe request budget per second."`
+	Wait     bool          `help:"When another process holds the events lease, wait for it instead of exiting with status 3."`
+	JSON     bool          `help:"Print the summary as JSON."`
+}
+
+// checkDetectionFlags validates the catch-up and recent-window durations:
+// negative values are a usage error (0 turns each off).
+func checkDetectionFlags(interval, recent, recentInterval time.Duration) error {
+	switch {
+	case interval < 0:
+		return usageError{fmt.Errorf("--events-interval must not be negative, got %s (0 turns the catch-up off)", interval)}
+	case interval > 0 && interval < time.Second:
+		return usageError{fmt.Errorf("--events-interval must be at least 1s, got %s (0 turns the catch-up off)", interval)}
+	case recent < 0:
+		return usageError{fmt.Errorf("--recent must not be negative, got %s (0 turns the recent window off)", recent)}
+	case recent > payrecon.EventRetention*12:
+		return usageError{fmt.Errorf("--recent %s is longer than a recent window is for (at most 360 days); the full cycle covers every row", recent)}
+	case recentInterval < 0:
+		return usageError{fmt.Errorf("--recent-interval must not be negative, got %s (0 turns the recent window off)", recentInterval)}
+	}
+	return nil
+}
+
+func (c *eventsCmd) Run(a *app) error {
+	if err := checkDetectionFlags(c.Interval, 0, 0); err != nil {
+		return err
+	}
+	switch {
+	case c.Since <= 0:
+		return usageError{fmt.Errorf("--since must be positive, got %s", c.Since)}
+	case c.RPS < 0:
+		return usageError{fmt.Errorf("--rps must not be negative, got %g (0 means unlimited)", c.RPS)}
+	case !c.Once && c.Interval == 0:
+		return usageError{fmt.Errorf("--events-interval 0 without --once does nothing: use --once, or a positive interval")}
+	}
+	if c.Since > catchup.MaxSince {
+		a.logger.Warn("--since is beyond what Stripe keeps; using 30 days less an hour", "since", c.Since, "used", catchup.MaxSince)
+	}
+	limiter := sweep.NewLimiter(c.RPS)
+	gw, err := a.gateway(c.stripeFlags, limiter.OnRateLimited)
+	if err != nil {
+		return err
+	}
+	pool, err := a.openMigratedDB()
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := a.checkEventsAccess(gw); err != nil {
+		return err
+	}
+	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
+		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", orDefault(c.StripeAPIBase, "https://api.stripe.com"),
+		"since", c.Since, "rps", c.RPS, "events_interval", c.Interval)
+	// The webhook's processor: the same dedupe, writer and findings.
+	events := postgres.NewEvents(pool, postgres.NewWriter(nil), nil)
+	caught := events // EVENTS-SOURCE: replace with events.WithSource("events") once it is on main
+	cat := catchup.New(gw, caught, postgres.NewEventCursors(pool), catchup.Config{
+		Interval: c.Interval, Since: c.Since, Limiter: limiter, Logger: a.logger.With("component", "events"),
+		LeaseFunc: leaseFunc(pool), WaitForLease: c.Wait,
+	})
+	if !c.Once {
+		a.logger.Info("catching up continuously; stop with Ctrl-C", "job", cat.Config().Job, "interval", c.Interval)
+		return cat.Run(a.ctx)
+	}
+	rep, err := cat.RunOnce(a.ctx)
+	if err != nil {
+		if errors.Is(err, payrecon.ErrLeaseHeld) {
+			return fmt.Errorf("%w: wait for it with --wait, or stop the other catcher", err)
+		}
+		return err
+	}
+	if c.JSON {
+		return a.printJSON(rep)
+	}
+	printCatchUp(a, rep)
+	return nil
+}
+
+func printCatchUp(a *app, rep catchup.Report) {
+	fmt.Fprintf(a.stdout, "events %s: caught up in %s\n", rep.Job, payrecon.FormatDuration(rep.Duration))
+	if r := rep.Reset; r != nil {
+		if r.LostFrom.IsZero() {
+			fmt.Fprintf(a.stdout, "cursor restarted from %s (%s); nothing was lost\n", r.StartFrom.UTC().Format(time.RFC3339), r.Reason)
+		} else {
+			fmt.Fprintf(a.stdout, "WARNING: cursor restarted from %s (%s): events created %s to %s were not caught up; the sweep covers them\n",
+				r.StartFrom.UTC().Format(time.RFC3339), r.Reason, r.LostFrom.UTC().Format(time.RFC3339), r.LostTo.UTC().Format(time.RFC3339))
+		}
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "events processed\t%d\t\n", rep.Processed)
+	for _, o := range []string{string(payrecon.Applied), string(payrecon.AlreadyInTarget), string(payrecon.MovedElsewhere),
+		string(payrecon.PaymentMissing), payrecon.OutcomeIgnored, catchup.OutcomeDuplicate, catchup.OutcomeRefused} {
+		if n := rep.Outcomes[o]; n > 0 {
+			fmt.Fprintf(tw, "  %s\t%d\t\n", o, n)
+		}
+	}
+	if rep.MaxDelay > 0 {
+		fmt.Fprintf(tw, "largest detection delay\t%s\t\n", payrecon.FormatDuration(rep.MaxDelay))
+	}
+	fmt.Fprintf(tw, "Stripe requests\t%d\t\n", rep.Requests)
+	_ = tw.Flush()
+	if rep.Cursor != "" {
+		fmt.Fprintf(a.stdout, "cursor at %s\n", rep.Cursor)
+	}
+}
+
+// checkEventsAccess proves, before any catching up, that the key may list
+// events (Events: Read): a 403 names the permission and exits 2. An outage
+// only warns; the catch-up's rounds retry.
+func (a *app) checkEventsAccess(gw payrecon.Gateway) error {
+	ac, ok := gw.(interface {
+		CheckAccess(context.Context, stripeapi.AccessNeeds) error
+	})
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
+	defer cancel()
+	err := ac.CheckAccess(ctx, stripeapi.AccessNeeds{Events: true})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, payrecon.ErrConfig):
+		return err
+	case a.ctx.Err() != nil:
+		return a.ctx.Err()
+	}
+	a.logger.Warn("Stripe did not answer the events access check; going on", "error", err)
+	return nil
+}
