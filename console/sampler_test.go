@@ -53,6 +53,14 @@ func TestSampler(t *testing.T) {
 
 	pgtest.Exec(t, pool, `INSERT INTO console_samples (minute, lag_seconds, open_findings)
 		SELECT $1::timestamptz - make_interval(mins => i), 60, 1 FROM generate_series(1, 100) i`, now.Truncate(time.Minute))
+	// A minute later the next sample opens the third hourly bucket.
+	clock.Advance(time.Minute)
+	if err := (&console.Sampler{Store: reader, Clock: clock}).Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM console_samples"); n != 102 {
+		t.Errorf("%d samples, want 102 (100 inserted, 2 sampled)", n)
+	}
 
 	// History: hourly buckets, the largest figure of each.
 	pgtest.Exec(t, pool, "UPDATE console_samples SET lag_seconds = 36000 WHERE minute = $1", now.Truncate(time.Minute).Add(-30*time.Minute))

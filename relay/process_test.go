@@ -41,7 +41,7 @@ const (
 // and rescue; role "bench" the production defaults.
 func TestHelperProcess(t *testing.T) {
 	role := os.Getenv(helperRole)
-	if role != "drain" && role != "bench" {
+	if role != "drain" && role != "drain-patient" && role != "bench" {
 		return
 	}
 	workers, _ := strconv.Atoi(env(helperWorkers, "20"))
@@ -64,11 +64,21 @@ func TestHelperProcess(t *testing.T) {
 			FetchCooldown: cooldown,
 			Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		}
-		if role == "drain" {
+		switch role {
+		case "drain":
+			// Short timeouts, so that River rescues a killed
+			// process's jobs within the test.
 			rc.RetryPolicy = quickRetries{}
 			rc.FetchPollInterval = 100 * time.Millisecond
 			rc.JobTimeout = time.Second
 			rc.RescueStuckJobsAfter = 2 * time.Second
+			rc.DrainPollInterval = 10 * time.Millisecond
+		case "drain-patient":
+			// Nobody is killed: a job timeout that a loaded machine
+			// under the race detector never reaches, so that every
+			// failed attempt the test sees is a real one.
+			rc.RetryPolicy = quickRetries{}
+			rc.FetchPollInterval = 100 * time.Millisecond
 			rc.DrainPollInterval = 10 * time.Millisecond
 		}
 		r, err := relay.New(pool, postgres.NewWriter(nil), rc)
@@ -160,7 +170,7 @@ func TestTwoProcessesDrainInParallel(t *testing.T) {
 	}
 	const n = 10_000
 	b := seedQueued(t, n)
-	ds := []*drainer{startDrainer(t, "drain", b.url, 10), startDrainer(t, "drain", b.url, 10)}
+	ds := []*drainer{startDrainer(t, "drain-patient", b.url, 10), startDrainer(t, "drain-patient", b.url, 10)}
 	reps := make([]relay.DrainReport, len(ds))
 	var (
 		wg   sync.WaitGroup
@@ -200,7 +210,9 @@ func TestKilledDrainerCommandsAreAppliedOnce(t *testing.T) {
 	}
 	const n = 10_000
 	b := seedQueued(t, n)
-	victim := startDrainer(t, "drain", b.url, 20)
+	// The fresh drain below rescues the victim's jobs whatever the victim's
+	// own timeouts were.
+	victim := startDrainer(t, "drain-patient", b.url, 20)
 	processed := func() int {
 		return pgtest.Count(t, b.pool, "SELECT count(*) FROM outbox WHERE processed_at IS NOT NULL")
 	}

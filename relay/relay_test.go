@@ -356,23 +356,27 @@ func TestDrainLeavesLaterRetries(t *testing.T) {
 	}
 }
 
-// secondLater retries a failed attempt after a second.
-type secondLater struct{}
+// tenSecondsLater retries a failed attempt after ten seconds: within the
+// drain's default horizon, and later than a loaded machine needs for the
+// first attempt.
+type tenSecondsLater struct{}
 
-func (secondLater) NextRetry(*rivertype.JobRow) time.Time { return time.Now().Add(time.Second) }
+func (tenSecondsLater) NextRetry(*rivertype.JobRow) time.Time {
+	return time.Now().Add(10 * time.Second)
+}
 
 // A drain whose context ends stops cleanly and says what it did; the relay
 // can drain again afterwards, and picks up the retry it left.
 func TestDrainStopsWhenItsContextEnds(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t)
-	cfg.RetryPolicy = secondLater{}
+	cfg.RetryPolicy = tenSecondsLater{}
 	b := setup(t, cfg)
 	unfreeze := freezePayments(t, b)
 	b.seedRepairs(t, 1, true)
-	// The first attempt fails; its retry, a second later, is within the
+	// The first attempt fails; its retry, ten seconds later, is within the
 	// drain's horizon, so the drain waits for it and meets its deadline.
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	rep, err := b.relay.Drain(ctx)
 	if !errors.Is(err, context.DeadlineExceeded) || rep.Failed != 1 || rep.Applied != 0 {

@@ -76,6 +76,10 @@ func (w *repairWorker) Work(ctx context.Context, job *river.Job[RepairArgs]) err
 // throughput.
 const beginRepair = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan"
 
+// commitTimeout bounds a repair's COMMIT, which runs past the attempt's own
+// deadline.
+const commitTimeout = 10 * time.Second
+
 // apply runs the command and completes the job in one transaction, so the
 // effect and "done" commit together.
 func (r *Relay) apply(ctx context.Context, job *river.Job[RepairArgs]) (postgres.RepairResult, error) {
@@ -98,7 +102,13 @@ func (r *Relay) apply(ctx context.Context, job *river.Job[RepairArgs]) (postgres
 	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
 		return res, fmt.Errorf("apply outbox %d: complete job %d: %w", id, job.ID, err)
 	}
-	if err := tx.Commit(ctx); err != nil {
+	// The work is done: the commit does not race the attempt's deadline.
+	// A COMMIT cut off by the deadline may still complete on the server,
+	// and the attempt would be counted as failed while its effect and its
+	// job's completion stand (nothing applies twice, but the counts lie).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	if err := tx.Commit(cctx); err != nil {
 		return res, fmt.Errorf("apply outbox %d: commit: %w", id, err)
 	}
 	return res, nil
