@@ -249,10 +249,30 @@ func TestRateLimitSlowsTheLimiterAndSweepCompletes(t *testing.T) {
 	lim := sweep.NewLimiter(2000)
 	s := b.sweeper(sweep.Config{Batch: 100, Concurrency: 8, Mode: sweep.ModeRetrieve,
 		RecheckBackoff: time.Millisecond, RecheckBackoffMax: 10 * time.Millisecond, Limiter: lim})
-	lowest := lim.Limit()
-	rep, err := s.RunCycle(context.Background(), func(sweep.BatchReport, sweep.CycleReport) {
-		lowest = min(lowest, lim.Limit())
-	})
+	// The limiter is watched all through the cycle, not only between
+	// batches: on a loaded machine the only 429s may come in the cycle's
+	// last rechecks, after the last batch.
+	var (
+		lowest  = lim.Limit()
+		done    = make(chan struct{})
+		watched = make(chan struct{})
+	)
+	go func() {
+		defer close(watched)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			lowest = min(lowest, lim.Limit())
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	rep, err := s.RunCycle(context.Background(), nil)
+	close(done)
+	<-watched
 	if err != nil {
 		t.Fatal(err)
 	}
