@@ -77,7 +77,7 @@ func (c *eventsCmd) Run(a *app) error {
 		"since", c.Since, "rps", c.RPS, "events_interval", c.Interval)
 	// The webhook's processor: the same dedupe, writer and findings.
 	events := postgres.NewEvents(pool, postgres.NewWriter(nil), nil)
-	caught := events // EVENTS-SOURCE: replace with events.WithSource("events") once it is on main
+	caught := events.WithSource(payrecon.SourceEvents)
 	cat := catchup.New(gw, caught, postgres.NewEventCursors(pool), catchup.Config{
 		Interval: c.Interval, Since: c.Since, Limiter: limiter, Logger: a.logger.With("component", "events"),
 		LeaseFunc: leaseFunc(pool), WaitForLease: c.Wait,
