@@ -215,6 +215,9 @@ func TestDeadLetteredNotificationIsRetriedByAnOperator(t *testing.T) {
 	if dead.TransitionID == 0 || dead.Attempts != 2 || dead.State != "discarded" || dead.LastError == "" {
 		t.Errorf("dead letter %+v", dead)
 	}
+	if q, err := postgres.NewMonitor(b.pool).Queue(ctx, relay.NotifyKind); err != nil || q.DeadLetters != 1 || q.Backlog != 0 {
+		t.Errorf("notifications queue (status, metrics) = %+v, %v; want one dead letter", q, err)
+	}
 	fixed.Store(true)
 	if _, err := b.relay.Retry(ctx, dead.JobID); err != nil {
 		t.Fatal(err)

@@ -208,7 +208,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		rc.Logger = cfg.Logger.With("component", "sweep", "window", cfg.RecentWindow.String())
 		s.recent = sweep.New(store.Recent(cfg.RecentWindow), gw, rc)
 	}
-	s.registry.MustRegister(postgres.NewCollector(postgres.NewMonitor(pool), relay.Kind, cfg.Clock, cfg.Logger.With("component", "metrics")))
+	collector := postgres.NewCollector(postgres.NewMonitor(pool), relay.Kind, cfg.Clock, cfg.Logger.With("component", "metrics"))
+	collector.NotifyKind = relay.NotifyKind
+	s.registry.MustRegister(collector)
 	ui, err := rl.UIHandler(relay.UIPrefix)
 	if err != nil {
 		return nil, err
