@@ -240,3 +240,37 @@ func TestNotifyNeedsASecret(t *testing.T) {
 		t.Error("an ftp URL validated")
 	}
 }
+
+// An embedding team's hook runs in the repair's transaction: its side
+// effect commits with the transition, and its error rolls both back (River
+// retries the repair, and the second attempt commits them once).
+func TestTransitionHookCommitsWithTheRepair(t *testing.T) {
+	t.Parallel()
+	b := setup(t, testConfig(t))
+	ctx := context.Background()
+	pgtest.Exec(t, b.pool, "CREATE TABLE test_receipts (transition_id bigint PRIMARY KEY, payment_id bigint NOT NULL)")
+	var calls atomic.Int64
+	b.writer.OnTransition(func(ctx context.Context, tx pgx.Tx, tr payrecon.PaymentTransition) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO test_receipts VALUES ($1, $2)", tr.ID, tr.PaymentID); err != nil {
+			return err
+		}
+		if calls.Add(1) == 1 {
+			return errors.New("the receipt printer jammed")
+		}
+		return nil
+	})
+	rs := b.seedRepairs(t, 1, true)
+	rep, err := b.relay.Drain(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Applied != 1 || rep.Failed != 1 || calls.Load() != 2 {
+		t.Errorf("drain %+v after %d hook calls; want one failed attempt, then applied", rep, calls.Load())
+	}
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM test_receipts r JOIN payment_transitions t ON t.id = r.transition_id WHERE t.payment_id = $1", rs.payments[0]); n != 1 {
+		t.Errorf("%d receipts joined to the payment's transition, want 1", n)
+	}
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM payment_transitions"); n != 1 {
+		t.Errorf("%d transitions, want 1 (the failed attempt's rolled back)", n)
+	}
+}
