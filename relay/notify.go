@@ -179,14 +179,13 @@ var errEarlierUndelivered = errors.New("an earlier transition of the payment is 
 func (w *notifyWorker) Work(ctx context.Context, job *river.Job[NotifyArgs]) error {
 	r := w.relay
 	a := job.Args
-	var (
-		earlier int
-		due     *time.Time
-	)
-	if err := r.pool.QueryRow(ctx, queries.Get("notify_earlier"), pgx.StrictNamedArgs{
-		"kind": NotifyKind, "payment_id": a.PaymentID, "version": a.Version,
-	}).Scan(&earlier, &due); err != nil {
-		return fmt.Errorf("notify transition %d: look for earlier ones: %w", a.TransitionID, err)
+	n, earlier, due, err := r.loadNotification(ctx, a.TransitionID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		r.metric.notified.WithLabelValues("dead_lettered").Inc()
+		return river.JobCancel(fmt.Errorf("notify transition %d: no such transition", a.TransitionID))
+	}
+	if err != nil {
+		return err
 	}
 	if earlier > 0 {
 		wait := time.Minute
@@ -197,14 +196,6 @@ func (w *notifyWorker) Work(ctx context.Context, job *river.Job[NotifyArgs]) err
 		r.log.Debug("relay: notification waits for an earlier transition", slog.Int64("transition_id", a.TransitionID),
 			slog.Int64("payment_id", a.PaymentID), slog.Int64("version", a.Version), slog.Duration("wait", wait))
 		return river.JobSnooze(wait)
-	}
-	n, err := r.loadNotification(ctx, a.TransitionID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		r.metric.notified.WithLabelValues("dead_lettered").Inc()
-		return river.JobCancel(fmt.Errorf("notify transition %d: no such transition", a.TransitionID))
-	}
-	if err != nil {
-		return err
 	}
 	start := time.Now()
 	err = r.post(ctx, n)
@@ -231,17 +222,19 @@ func (w *notifyWorker) Work(ctx context.Context, job *river.Job[NotifyArgs]) err
 	return err
 }
 
-// loadNotification reads the notification of transition id.
-func (r *Relay) loadNotification(ctx context.Context, id int64) (payrecon.Notification, error) {
-	n := payrecon.Notification{Type: payrecon.NotificationType}
+// loadNotification reads the notification of transition id, how many
+// notifications of earlier transitions of its payment are undelivered, and
+// when the first of those is due (nil: none is waiting to run).
+func (r *Relay) loadNotification(ctx context.Context, id int64) (n payrecon.Notification, earlier int, due *time.Time, err error) {
+	n = payrecon.Notification{Type: payrecon.NotificationType}
 	var order, intent *string
-	err := r.pool.QueryRow(ctx, queries.Get("notify_transition"), pgx.StrictNamedArgs{"transition_id": id}).
-		Scan(&n.ID, &n.PaymentID, &order, &intent, &n.From, &n.To, &n.Version, &n.Source, &n.SourceRef, &n.OccurredAt)
+	err = r.pool.QueryRow(ctx, queries.Get("notify_transition"), pgx.StrictNamedArgs{"transition_id": id, "kind": NotifyKind}).
+		Scan(&n.ID, &n.PaymentID, &order, &intent, &n.From, &n.To, &n.Version, &n.Source, &n.SourceRef, &n.OccurredAt, &earlier, &due)
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return n, err
+			return n, 0, nil, err
 		}
-		return n, fmt.Errorf("notify transition %d: load it: %w", id, err)
+		return n, 0, nil, fmt.Errorf("notify transition %d: load it: %w", id, err)
 	}
 	if order != nil {
 		n.OrderID = *order
@@ -250,7 +243,7 @@ func (r *Relay) loadNotification(ctx context.Context, id int64) (payrecon.Notifi
 		n.StripePaymentIntentID = *intent
 	}
 	n.OccurredAt = n.OccurredAt.UTC()
-	return n, nil
+	return n, earlier, due, nil
 }
 
 // post sends one signed notification; nil only for a 2xx answer.
