@@ -82,6 +82,9 @@ var sourceLabels = map[string]string{
 	"webhook":  "Webhook",
 	"repair":   "Repair",
 	"operator": "Operator",
+	// Transitions of the payment (payment_transitions) and their
+	// notifications.
+	"transition": "Transition",
 }
 
 func ago(now, t time.Time) string {

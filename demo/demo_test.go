@@ -118,6 +118,12 @@ func TestRunFindsEverything(t *testing.T) {
 	if rep.InSyncRows == 0 || rep.ReviewRows == 0 {
 		t.Errorf("in-sync rows %d, review rows %d", rep.InSyncRows, rep.ReviewRows)
 	}
+	// The shop heard every transition, some only on a retry, and fulfilled
+	// each paid order once.
+	if n := rep.Notifications; n.Transitions < 20 || n.Acknowledged != n.Transitions || n.RefusedFirst == 0 ||
+		n.Redelivered < n.RefusedFirst || n.PaidOrders == 0 || n.FulfilledOnce != n.PaidOrders || n.BadSignatures != 0 {
+		t.Errorf("notifications %+v", n)
+	}
 	mu.Lock()
 	if seen == 0 || last.Phase != "drain" || last.Swept != 300 || last.Repaired != last.Repairs || last.Repairs == 0 {
 		t.Errorf("last progress %+v after %d reports", last, seen)

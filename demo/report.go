@@ -53,7 +53,9 @@ type Report struct {
 	// down.
 	Events  EventsReport `json:"events"`
 	Repairs RepairReport `json:"repairs"`
-	Timings Timings      `json:"timings"`
+	// Notifications is the shop that hears every transition.
+	Notifications NotificationReport `json:"notifications"`
+	Timings       Timings            `json:"timings"`
 }
 
 // KindReport is one line of the table.
@@ -152,6 +154,7 @@ func (r Report) Problems() []string {
 	if r.Repairs.Unprocessed > 0 {
 		out = append(out, fmt.Sprintf("%d repair commands left unprocessed", r.Repairs.Unprocessed))
 	}
+	out = append(out, r.Notifications.problems()...)
 	return out
 }
 

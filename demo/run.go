@@ -30,6 +30,7 @@ import (
 const (
 	poolConns       = 16
 	relayWorkers    = 4
+	notifyWorkers   = 2
 	webhookWorkers  = 4
 	sweepConcurrent = 8
 	pollInterval    = 50 * time.Millisecond
@@ -56,6 +57,11 @@ type runner struct {
 	simClock shiftClock
 	plan     *plan
 	secret   string
+	// shop receives the notifications; writer is the canonical writer of
+	// the phases before the service (its transitions queue their
+	// notifications too).
+	shop   *shop
+	writer *postgres.Writer
 	// ids[i] is the payments id of plan row i; byID maps back.
 	ids  []int64
 	byID map[int64]int
@@ -102,6 +108,14 @@ func (r *runner) play(ctx context.Context) error {
 		return err
 	}
 	r.rep.OrphanIntents = len(r.plan.orphans)
+	if r.shop, err = startShop(fmt.Sprintf("payrecon_demo_shop_%d", r.cfg.Seed)); err != nil {
+		return err
+	}
+	defer r.shop.close(ctx)
+	r.writer = postgres.NewWriter(nil)
+	if _, err := relay.New(pool, r.writer, relay.Config{InsertOnly: true, Notify: r.shop.notifyConfig(), Logger: quiet(r.log)}); err != nil {
+		return fmt.Errorf("notifications: %w", err)
+	}
 	r.rep.Timings.Setup = time.Since(t)
 
 	t = time.Now()
@@ -145,6 +159,9 @@ func (r *runner) play(ctx context.Context) error {
 	st := sim.Stats()
 	r.rep.Sweep.StripeRequests = st.Total()
 	r.rep.Sweep.StripeByEndpoint = st.Requests
+	if err := r.collectNotifications(ctx); err != nil {
+		return err
+	}
 	return r.collect(ctx)
 }
 
@@ -207,7 +224,7 @@ func (r *runner) seed(ctx context.Context) error {
 // through the canonical writer, as an application with a bug would (say, on
 // the redirect back from checkout instead of on the webhook).
 func (r *runner) markPaidByBuggyApp(ctx context.Context) error {
-	w := postgres.NewWriter(nil)
+	w := r.writer
 	for i, pr := range r.plan.rows {
 		if pr.role != rolePaidNotTaken && pr.role != rolePaidCanceled {
 			continue
@@ -237,7 +254,7 @@ func (r *runner) webhooks(ctx context.Context) error {
 	}
 	deps := httpapi.Deps{
 		Logger:  quiet(r.log).With("component", "http"),
-		Events:  postgres.NewEvents(r.pool, postgres.NewWriter(nil), nil),
+		Events:  postgres.NewEvents(r.pool, r.writer, nil),
 		Webhook: httpapi.WebhookConfig{Secrets: []string{r.secret}},
 	}
 	if err := deps.Validate(); err != nil {
@@ -355,7 +372,7 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 		Events:         catchup.Config{Interval: liveEventsInterval},
 		Stripe:         stripeapi.Config{SecretKey: r.sim.SecretKey(), APIBase: r.sim.URL()},
 		WebhookSecrets: []string{r.secret},
-		Relay:          relay.Config{Workers: relayWorkers},
+		Relay:          relay.Config{Workers: relayWorkers, Notify: r.shop.notifyConfig()},
 		Logger:         quiet(r.log),
 		SweepProgress:  progress,
 		Ready:          func(string) { once.Do(func() { close(ready) }) },
@@ -442,6 +459,9 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 		return total, err
 	}
 	r.rep.Repairs.DrainAfterCycle = time.Since(cycleDone)
+	if err := r.waitDelivered(ctx); err != nil {
+		return total, err
+	}
 	mon.stop()
 	if err := stop(); err != nil {
 		return total, fmt.Errorf("the service did not stop cleanly: %w", err)

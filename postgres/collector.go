@@ -14,6 +14,11 @@ import (
 // Collector exposes the database's reconciliation figures to Prometheus,
 // read on each scrape with the planner's row estimate (never count(*)).
 type Collector struct {
+	// NotifyKind, when set before the collector is registered, is River's
+	// job kind of notifications (relay.NotifyKind): their backlog and dead
+	// letters are exported too.
+	NotifyKind string
+
 	monitor    *Monitor
 	repairKind string
 	clock      payrecon.Clock
@@ -24,6 +29,7 @@ type Collector struct {
 	cycleAge, sinceCycle, lastCycle, progress, throughput, projected, margin *prometheus.Desc
 	rechecks, resolvedDay                                                    *prometheus.Desc
 	eventsAge, eventsResets, eventsLosses                                    *prometheus.Desc
+	notifyBacklog, notifyDead                                                *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -42,26 +48,28 @@ func NewCollector(monitor *Monitor, repairKind string, clock payrecon.Clock, log
 	}
 	return &Collector{
 		monitor: monitor, repairKind: repairKind, clock: clock, logger: logger, timeout: 5 * time.Second,
-		up:           d("payrecon_monitor_up", "1 when the reconciliation figures could be read from the database."),
-		lag:          d("payrecon_reconciliation_lag_seconds", "Age of the verification of the row least recently verified (its creation if never)."),
-		rows:         d("payrecon_payments_rows", "Rows in payments (planner estimate)."),
-		growth:       d("payrecon_payments_new_rows_per_hour", "New payments rows per hour over the last 24 hours (G)."),
-		openFindings: d("payrecon_findings_open", "Open findings, by kind.", "kind"),
-		backlog:      d("payrecon_outbox_backlog", "Repair commands in the outbox not yet applied."),
-		backlogAge:   d("payrecon_outbox_oldest_age_seconds", "Age of the oldest unapplied repair command (0 when none)."),
-		deadLetters:  d("payrecon_outbox_dead_letters", "Repair deliveries River gave up on (discarded or cancelled), waiting for an operator."),
-		cycleAge:     d("payrecon_sweep_cycle_age_seconds", "Age of the current sweep cycle.", "job"),
-		sinceCycle:   d("payrecon_sweep_since_last_cycle_seconds", "Time since the last completed cycle (absent when none completed).", "job"),
-		lastCycle:    d("payrecon_sweep_cycle_duration_seconds", "Duration of the last completed cycle.", "job"),
-		progress:     d("payrecon_sweep_cycle_progress_ratio", "Share of the table swept in the current cycle.", "job"),
-		throughput:   d("payrecon_sweep_throughput_rows_per_second", "Measured sweep throughput (rows per second of sweeping).", "job"),
-		projected:    d("payrecon_sweep_projected_cycle_seconds", "Projected cycle time from N, G and the measured throughput; +Inf when a cycle never completes.", "job"),
-		margin:       d("payrecon_sweep_capacity_margin_rows_per_hour", "Sweep capacity minus growth (B × R − G); a cycle never completes when ≤ 0.", "job"),
-		rechecks:     d("payrecon_sweep_rechecks_queued", "Rows queued for an early recheck, by reason.", "job", "reason"),
-		eventsAge:    d("payrecon_events_cursor_age_seconds", "How far behind the events catch-up may be: time since a round last reached the newest event Stripe listed (since its start when none did).", "job"),
-		eventsResets: d("payrecon_events_cursor_resets_total", "Times the events cursor restarted from a time because its event was older than Stripe keeps or Stripe refused it.", "job"),
-		eventsLosses: d("payrecon_events_cursor_losses_total", "Resets that left events uncaught (older than Stripe's 30 days): those are left to the sweep.", "job"),
-		resolvedDay:  d("payrecon_findings_resolved_last_day", "Findings resolved in the last 24 hours, by kind and resolution (repaired, already_in_target, healed, superseded, local_row_appeared, operator).", "kind", "resolution"),
+		up:            d("payrecon_monitor_up", "1 when the reconciliation figures could be read from the database."),
+		lag:           d("payrecon_reconciliation_lag_seconds", "Age of the verification of the row least recently verified (its creation if never)."),
+		rows:          d("payrecon_payments_rows", "Rows in payments (planner estimate)."),
+		growth:        d("payrecon_payments_new_rows_per_hour", "New payments rows per hour over the last 24 hours (G)."),
+		openFindings:  d("payrecon_findings_open", "Open findings, by kind.", "kind"),
+		backlog:       d("payrecon_outbox_backlog", "Repair commands in the outbox not yet applied."),
+		backlogAge:    d("payrecon_outbox_oldest_age_seconds", "Age of the oldest unapplied repair command (0 when none)."),
+		deadLetters:   d("payrecon_outbox_dead_letters", "Repair deliveries River gave up on (discarded or cancelled), waiting for an operator."),
+		cycleAge:      d("payrecon_sweep_cycle_age_seconds", "Age of the current sweep cycle.", "job"),
+		sinceCycle:    d("payrecon_sweep_since_last_cycle_seconds", "Time since the last completed cycle (absent when none completed).", "job"),
+		lastCycle:     d("payrecon_sweep_cycle_duration_seconds", "Duration of the last completed cycle.", "job"),
+		progress:      d("payrecon_sweep_cycle_progress_ratio", "Share of the table swept in the current cycle.", "job"),
+		throughput:    d("payrecon_sweep_throughput_rows_per_second", "Measured sweep throughput (rows per second of sweeping).", "job"),
+		projected:     d("payrecon_sweep_projected_cycle_seconds", "Projected cycle time from N, G and the measured throughput; +Inf when a cycle never completes.", "job"),
+		margin:        d("payrecon_sweep_capacity_margin_rows_per_hour", "Sweep capacity minus growth (B × R − G); a cycle never completes when ≤ 0.", "job"),
+		rechecks:      d("payrecon_sweep_rechecks_queued", "Rows queued for an early recheck, by reason.", "job", "reason"),
+		eventsAge:     d("payrecon_events_cursor_age_seconds", "How far behind the events catch-up may be: time since a round last reached the newest event Stripe listed (since its start when none did).", "job"),
+		eventsResets:  d("payrecon_events_cursor_resets_total", "Times the events cursor restarted from a time because its event was older than Stripe keeps or Stripe refused it.", "job"),
+		eventsLosses:  d("payrecon_events_cursor_losses_total", "Resets that left events uncaught (older than Stripe's 30 days): those are left to the sweep.", "job"),
+		notifyBacklog: d("payrecon_notifications_backlog", "Notifications to the application not yet acknowledged (waiting, running or retrying)."),
+		notifyDead:    d("payrecon_notifications_dead_letters", "Notifications River gave up on (discarded after about 3 days of attempts, or cancelled), waiting for an operator."),
+		resolvedDay:   d("payrecon_findings_resolved_last_day", "Findings resolved in the last 24 hours, by kind and resolution (repaired, already_in_target, healed, superseded, local_row_appeared, operator).", "kind", "resolution"),
 	}
 }
 
@@ -69,7 +77,7 @@ func NewCollector(monitor *Monitor, repairKind string, clock payrecon.Clock, log
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.lag, c.rows, c.growth, c.openFindings, c.backlog, c.backlogAge, c.deadLetters,
 		c.cycleAge, c.sinceCycle, c.lastCycle, c.progress, c.throughput, c.projected, c.margin, c.rechecks, c.resolvedDay,
-		c.eventsAge, c.eventsResets, c.eventsLosses} {
+		c.eventsAge, c.eventsResets, c.eventsLosses, c.notifyBacklog, c.notifyDead} {
 		ch <- d
 	}
 }
@@ -106,6 +114,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(c.backlogAge, age)
 	g(c.deadLetters, float64(st.DeadLetters))
+	if c.NotifyKind != "" {
+		if q, err := c.monitor.Queue(ctx, c.NotifyKind); err != nil {
+			c.logger.Warn("read the notifications' queue for metrics", "error", err)
+		} else {
+			g(c.notifyBacklog, float64(q.Backlog))
+			g(c.notifyDead, float64(q.DeadLetters))
+		}
+	}
 	for _, j := range st.Jobs {
 		g(c.cycleAge, j.CycleAge.Seconds(), j.Job)
 		if !j.LastCycleCompletedAt.IsZero() {

@@ -266,8 +266,8 @@ func (c *ConsoleReader) Findings(ctx context.Context, q console.FindingQuery) ([
 }
 
 // timelineSource is one source of a finding's timeline: a query run with
-// the named arguments finding_id, payment_id, intent_id, repair_kind and
-// dead_states, returning (at, title, detail).
+// the named arguments finding_id, payment_id, intent_id, repair_kind,
+// notify_kind and dead_states, returning (at, title, detail).
 type timelineSource struct {
 	source string
 	query  string
@@ -282,6 +282,7 @@ var timelineSources = []timelineSource{
 	{"webhook", "console_timeline_webhooks"},
 	{"repair", "console_timeline_repairs"},
 	{"operator", "console_timeline_operator"},
+	{"transition", "console_timeline_transitions"},
 }
 
 // Finding implements console.ReadModel: the finding, its payment, its
@@ -317,7 +318,7 @@ func (c *ConsoleReader) Finding(ctx context.Context, id int64) (console.FindingD
 			return fmt.Errorf("repair command: %w", err)
 		}
 		args := map[string]any{"finding_id": id, "payment_id": f.PaymentID, "intent_id": f.IntentID,
-			"repair_kind": c.cfg.RepairKind, "dead_states": riverDeadStates}
+			"repair_kind": c.cfg.RepairKind, "notify_kind": c.cfg.NotifyKind, "dead_states": riverDeadStates}
 		batch := &pgx.Batch{}
 		for _, src := range timelineSources {
 			q := consoleQuery(src.query)

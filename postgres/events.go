@@ -23,10 +23,15 @@ import (
 // backwards, so a late payment_failed after succeeded leaves it paid. An
 // event for a PaymentIntent with no local row opens a missing_locally
 // finding. Other event types are recorded without acting.
+//
+// The transitions it makes are recorded with source webhook and the event
+// id as ref; WithSource returns the same store recording another source
+// (the events catch-up's "events").
 type Events struct {
 	pool   *pgxpool.Pool
 	writer *Writer
 	clock  payrecon.Clock
+	source payrecon.TransitionSource
 }
 
 var _ payrecon.EventProcessor = (*Events)(nil)
@@ -37,7 +42,19 @@ func NewEvents(pool *pgxpool.Pool, writer *Writer, clock payrecon.Clock) *Events
 	if clock == nil {
 		clock = payrecon.SystemClock{}
 	}
-	return &Events{pool: pool, writer: writer, clock: clock}
+	return &Events{pool: pool, writer: writer, clock: clock, source: payrecon.SourceWebhook}
+}
+
+// WithSource returns a copy of e that records the transitions it makes with
+// source (payrecon.SourceEvents for the events catch-up). It panics on a
+// source payrecon does not know: that is a programming error.
+func (e *Events) WithSource(source payrecon.TransitionSource) *Events {
+	if !source.Valid() {
+		panic(fmt.Sprintf("postgres.Events.WithSource: unknown transition source %q", source))
+	}
+	c := *e
+	c.source = source
+	return &c
 }
 
 // ProcessEvent implements payrecon.EventProcessor.
@@ -83,7 +100,7 @@ func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now ti
 		res.Outcome = payrecon.OutcomeIgnored
 		return nil
 	}
-	ar, err := e.writer.Apply(ctx, tx, cmd, PaymentRef{IntentID: ev.IntentID()})
+	ar, err := e.writer.ApplyFrom(ctx, tx, cmd, PaymentRef{IntentID: ev.IntentID()}, payrecon.Origin{Source: e.source, Ref: ev.ID})
 	if err != nil {
 		return fmt.Errorf("apply event %s: %w", ev.ID, err)
 	}

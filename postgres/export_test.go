@@ -1,5 +1,11 @@
 package postgres
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
 // Queries exposes the package's statements to its external tests.
 var Queries = queries
 
@@ -11,4 +17,16 @@ func PruneStatements(tg PruneTarget) (batch, count string, err error) {
 	}
 	p := &Pruner{}
 	return p.statement("batch", tg), p.statement("count", tg), nil
+}
+
+// MigrateDownTo rolls the schema back to version (for tests that rebuild an
+// older installation).
+func MigrateDownTo(ctx context.Context, pool *pgxpool.Pool, version int64) error {
+	p, db, err := provider(pool, nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = p.DownTo(ctx, version)
+	return err
 }

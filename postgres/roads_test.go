@@ -19,6 +19,8 @@ type roadOutcome struct {
 	Outcome payrecon.Outcome
 	After   payrecon.LocalStatus // "" when there is no payment
 	Version int64
+	// Transitions counts the payment's payment_transitions rows.
+	Transitions int
 }
 
 // road sends cmd to the payment named by intent (which may not exist) and
@@ -96,6 +98,10 @@ func TestEveryRoadMakesTheSameTransition(t *testing.T) {
 					if err := pool.QueryRow(ctx, "SELECT status, version FROM payments WHERE id = $1", id).Scan(&o.After, &o.Version); err != nil {
 						t.Fatal(err)
 					}
+					o.Transitions = pgtest.Count(t, pool, "SELECT count(*) FROM payment_transitions WHERE payment_id = $1", id)
+					if o.Transitions == 1 {
+						checkTransitionRow(t, pool, id, start, tr.To, roadSources[name])
+					}
 				}
 				got[name] = o
 			}
@@ -109,13 +115,39 @@ func TestEveryRoadMakesTheSameTransition(t *testing.T) {
 	}
 }
 
+// roadSources is the transition source each road records.
+var roadSources = map[string]payrecon.TransitionSource{
+	"writer": payrecon.SourceManual, "webhook": payrecon.SourceWebhook, "repair": payrecon.SourceRepair,
+}
+
+// checkTransitionRow checks the payment's one transition row against what
+// the road did.
+func checkTransitionRow(t *testing.T, pool *pgxpool.Pool, id int64, from, to payrecon.LocalStatus, source payrecon.TransitionSource) {
+	t.Helper()
+	var (
+		gotFrom, gotTo, gotSource string
+		ref                       *string
+		version                   int64
+	)
+	if err := pool.QueryRow(context.Background(), `SELECT from_status, to_status, version, source, source_ref
+		FROM payment_transitions WHERE payment_id = $1`, id).Scan(&gotFrom, &gotTo, &version, &gotSource, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if gotFrom != string(from) || gotTo != string(to) || version != 1 || gotSource != string(source) {
+		t.Errorf("payment %d transition = %s→%s v%d by %s, want %s→%s v1 by %s", id, gotFrom, gotTo, version, gotSource, from, to, source)
+	}
+	if source != payrecon.SourceManual && (ref == nil || *ref == "") {
+		t.Errorf("payment %d transition by %s has no source_ref", id, source)
+	}
+}
+
 // expectedRoadOutcome is the transition table read by hand.
 func expectedRoadOutcome(tr payrecon.Transition, start payrecon.LocalStatus) roadOutcome {
 	switch {
 	case start == "":
 		return roadOutcome{Outcome: payrecon.PaymentMissing}
 	case tr.Allows(start):
-		return roadOutcome{Outcome: payrecon.Applied, After: tr.To, Version: 1}
+		return roadOutcome{Outcome: payrecon.Applied, After: tr.To, Version: 1, Transitions: 1}
 	case start == tr.To:
 		return roadOutcome{Outcome: payrecon.AlreadyInTarget, After: start}
 	}

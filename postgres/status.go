@@ -40,6 +40,33 @@ type Status struct {
 	DeadLetters int64 `json:"dead_letters"`
 	// Events lists the events catch-up's cursors (none until it first ran).
 	Events []EventsStatus `json:"events"`
+	// Notifications is the queue of notifications to the application (set
+	// by the caller with Monitor.Queue; nil when not read).
+	Notifications *QueueStatus `json:"notifications,omitempty"`
+}
+
+// QueueStatus is one River job kind's queue.
+type QueueStatus struct {
+	// Backlog counts jobs waiting, running or retrying; Oldest is the
+	// creation time of the oldest of them.
+	Backlog int64     `json:"backlog"`
+	Oldest  time.Time `json:"oldest,omitzero"`
+	// DeadLetters counts jobs River gave up on (discarded or cancelled).
+	DeadLetters int64 `json:"dead_letters"`
+}
+
+// Queue reads the queue of River job kind kind (relay.NotifyKind for the
+// notifications).
+func (m *Monitor) Queue(ctx context.Context, kind string) (QueueStatus, error) {
+	var q QueueStatus
+	var oldest *time.Time
+	if err := m.pool.QueryRow(ctx, queries.Get("job_queue"), pgx.StrictNamedArgs{"kind": kind}).Scan(&q.Backlog, &oldest, &q.DeadLetters); err != nil {
+		return q, fmt.Errorf("read the %s queue: %w", kind, err)
+	}
+	if oldest != nil {
+		q.Oldest = *oldest
+	}
+	return q, nil
 }
 
 // ResolvedCount is a number of findings of one kind closed one way.

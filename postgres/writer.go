@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -15,8 +17,44 @@ import (
 // payments.status. Webhooks and repair commands both end here, in one
 // conditional statement per command, so that racing callers cannot apply a
 // transition twice or move a payment backwards.
+//
+// Every real transition is also a row of payment_transitions, written by
+// the same statement (payrecon_transition), and then handed to the
+// functions registered with OnTransition inside the same transaction.
 type Writer struct {
 	Clock payrecon.Clock
+
+	hooks []TransitionFunc
+}
+
+// TransitionFunc runs inside the writer's transaction after each real
+// transition (never for a command that changed nothing). Its error is
+// returned by Apply or ApplyRepair, and the caller rolls the transaction
+// back: the side effect and the status change commit together or not at
+// all. It must not commit or roll back tx, and should be quick: the payment
+// stays locked while it runs.
+type TransitionFunc func(ctx context.Context, tx pgx.Tx, t payrecon.PaymentTransition) error
+
+// OnTransition registers f to run after every real transition, in
+// registration order. Register before the writer is used: OnTransition is
+// not safe to call concurrently with Apply or ApplyRepair. Teams running the
+// relay or the webhook's writer in their own service use it for side
+// effects that must commit with the status change; payrecon's notifications
+// are one (relay.Config.Notify).
+func (w *Writer) OnTransition(f TransitionFunc) {
+	if f != nil {
+		w.hooks = append(w.hooks, f)
+	}
+}
+
+// runHooks hands a real transition to the registered functions.
+func (w *Writer) runHooks(ctx context.Context, tx pgx.Tx, t payrecon.PaymentTransition) error {
+	for _, h := range w.hooks {
+		if err := h(ctx, tx, t); err != nil {
+			return fmt.Errorf("transition %d of payment %d: %w", t.ID, t.PaymentID, err)
+		}
+	}
+	return nil
 }
 
 // NewWriter returns a writer on the given clock (the system clock if nil).
@@ -48,16 +86,31 @@ type ApplyResult struct {
 	Before, After payrecon.LocalStatus
 	// Version is the payment's version after a real transition.
 	Version int64
+	// Transition is the payment_transitions row of a real transition (ID
+	// zero otherwise).
+	Transition payrecon.PaymentTransition
 }
 
 // ErrUnknownCommand is returned for a command the transition table lacks.
 var ErrUnknownCommand = errors.New("unknown command")
 
 // Apply runs one command inside tx through the canonical writer's one
-// transition (payrecon_transition). It never fails because of the payment's
-// state: a payment already in the target is AlreadyInTarget, one in any other
-// state is MovedElsewhere, a missing one PaymentMissing.
+// transition (payrecon_transition), recording a real transition with source
+// manual (ApplyFrom names another origin). It never fails because of the
+// payment's state: a payment already in the target is AlreadyInTarget, one
+// in any other state is MovedElsewhere, a missing one PaymentMissing.
 func (w *Writer) Apply(ctx context.Context, tx pgx.Tx, cmd payrecon.Command, ref PaymentRef) (ApplyResult, error) {
+	return w.ApplyFrom(ctx, tx, cmd, ref, payrecon.Origin{Source: payrecon.SourceManual})
+}
+
+// ApplyFrom is Apply recording origin on the transition (the webhook's
+// and the catch-up's road: source webhook or events, the event id as ref).
+// The functions registered with OnTransition run after a real transition;
+// an error from one is returned, and tx must then be rolled back.
+func (w *Writer) ApplyFrom(ctx context.Context, tx pgx.Tx, cmd payrecon.Command, ref PaymentRef, origin payrecon.Origin) (ApplyResult, error) {
+	if !origin.Source.Valid() {
+		return ApplyResult{}, fmt.Errorf("apply %q to %s: unknown transition source %q", cmd, ref, origin.Source)
+	}
 	t, ok := payrecon.TransitionFor(cmd)
 	if !ok {
 		return ApplyResult{}, fmt.Errorf("apply %q to %s: %w", cmd, ref, ErrUnknownCommand)
@@ -66,22 +119,37 @@ func (w *Writer) Apply(ctx context.Context, tx pgx.Tx, cmd payrecon.Command, ref
 	for i, f := range t.From {
 		from[i] = string(f)
 	}
-	var r transitionRow
+	r := transitionRow{now: w.Clock.Now(), origin: origin}
 	err := tx.QueryRow(ctx, queries.Get("transition"), pgx.StrictNamedArgs{
 		"payment_id": optionalID(ref.ID), "intent_id": optional(ref.IntentID),
-		"target": string(t.To), "from": from, "now": w.Clock.Now(),
-	}).Scan(&r.paymentID, &r.before, &r.after, &r.version, &r.outcome)
+		"target": string(t.To), "from": from, "now": r.now,
+		"source": string(origin.Source), "source_ref": optional(origin.Ref),
+	}).Scan(&r.paymentID, &r.before, &r.after, &r.version, &r.outcome, &r.transitionID)
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("apply %s to %s: %w", cmd, ref, err)
 	}
-	return r.result()
+	res, err := r.result()
+	if err != nil {
+		return res, err
+	}
+	if res.Transition.ID != 0 {
+		if err := w.runHooks(ctx, tx, res.Transition); err != nil {
+			return res, fmt.Errorf("apply %s to %s: %w", cmd, ref, err)
+		}
+	}
+	return res, nil
 }
 
 // transitionRow is what payrecon_transition returns.
+// now and origin are what the caller passed, for the transition.
 type transitionRow struct {
 	paymentID, version *int64
 	before, after      *string
 	outcome            *string
+	transitionID       *int64
+
+	now    time.Time
+	origin payrecon.Origin
 }
 
 // result turns the row into an ApplyResult; an outcome the domain does not
@@ -103,6 +171,12 @@ func (r transitionRow) result() (ApplyResult, error) {
 	}
 	if r.after != nil {
 		res.After, res.Version = payrecon.LocalStatus(*r.after), *r.version
+	}
+	if r.transitionID != nil {
+		res.Transition = payrecon.PaymentTransition{
+			ID: *r.transitionID, PaymentID: res.PaymentID, From: res.Before, To: res.After, Version: res.Version,
+			Source: r.origin.Source, SourceRef: r.origin.Ref, OccurredAt: r.now,
+		}
 	}
 	return res, nil
 }
@@ -156,14 +230,14 @@ func (w *Writer) ApplyRepair(ctx context.Context, tx pgx.Tx, outboxID int64) (Re
 		processed, unknown, findingAbsent bool
 		payloadErr, recorded              *string
 		findingID                         *int64
-		t                                 transitionRow
+		t                                 = transitionRow{now: w.Clock.Now(), origin: payrecon.Origin{Source: payrecon.SourceRepair, Ref: strconv.FormatInt(outboxID, 10)}}
 	)
 	err := tx.QueryRow(ctx, queries.Get("apply_repair"), pgx.StrictNamedArgs{
 		"outbox_id": outboxID, "commands": cmds, "targets": targets, "froms": froms,
-		"now": w.Clock.Now(), "resolved_by": fmt.Sprintf("outbox:%d", outboxID),
+		"now": t.now, "source": string(payrecon.SourceRepair), "resolved_by": fmt.Sprintf("outbox:%d", outboxID),
 		"repaired": string(payrecon.ResolvedRepaired), "already": string(payrecon.ResolvedAlreadyInTarget),
 	}).Scan(&eventType, &processed, &unknown, &payloadErr, &findingAbsent, &findingID,
-		&t.paymentID, &t.outcome, &t.before, &t.after, &t.version, &res.Resolved, &recorded)
+		&t.paymentID, &t.outcome, &t.before, &t.after, &t.version, &t.transitionID, &res.Resolved, &recorded)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, &InvalidCommandError{OutboxID: outboxID, Reason: "no such outbox row"}
 	}
@@ -190,6 +264,11 @@ func (w *Writer) ApplyRepair(ctx context.Context, tx pgx.Tx, outboxID int64) (Re
 	}
 	if res.Apply, err = t.result(); err != nil {
 		return res, fmt.Errorf("apply outbox command %d: %w", outboxID, err)
+	}
+	if res.Apply.Transition.ID != 0 {
+		if err := w.runHooks(ctx, tx, res.Apply.Transition); err != nil {
+			return res, fmt.Errorf("apply outbox command %d: %w", outboxID, err)
+		}
 	}
 	return res, nil
 }

@@ -98,6 +98,11 @@ type Config struct {
 	// PruneBatch bounds the rows one prune batch examines (at most 10,000,
 	// River's limit on one deletion); zero means postgres.PruneBatchDefault.
 	PruneBatch int
+	// Notify, with a URL, POSTs every transition the writer makes to the
+	// application: New registers the writer's transition hook that inserts
+	// the notification's job in the transition's transaction and, unless
+	// InsertOnly, workers on NotifyQueue that deliver it.
+	Notify NotifyConfig
 	// DrainPollInterval is how often Drain checks whether anything is left.
 	// Default DrainPollIntervalDefault.
 	DrainPollInterval time.Duration
@@ -155,6 +160,9 @@ func (c Config) withDefaults() Config {
 	if c.DrainPollInterval == 0 {
 		c.DrainPollInterval = DrainPollIntervalDefault
 	}
+	if c.Notify.enabled() {
+		c.Notify = c.Notify.withDefaults()
+	}
 	switch {
 	case c.DrainRetryHorizon == 0:
 		c.DrainRetryHorizon = DrainRetryHorizonDefault
@@ -198,6 +206,9 @@ func (c Config) Validate() error {
 	}
 	if c.DrainPollInterval < 0 {
 		errs = append(errs, fmt.Errorf("drain poll interval must not be negative, not %s", c.DrainPollInterval))
+	}
+	if err := c.Notify.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("relay config: %w", err)

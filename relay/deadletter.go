@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -19,10 +20,17 @@ import (
 // DeadLetter is a command whose delivery ended without applying it: River
 // discarded its job after the last attempt, or the relay cancelled it at once
 // because the command is invalid.
+//
+// A notification to the application (kind NotifyKind) that River discarded
+// after its last attempt is a dead letter too: it has a TransitionID
+// instead of an OutboxID, and the EventType "notify".
 type DeadLetter struct {
-	JobID     int64  `json:"job_id"`
-	OutboxID  int64  `json:"outbox_id"`
-	EventType string `json:"event_type"`
+	JobID int64 `json:"job_id"`
+	// Kind is the River job kind: Kind (a repair) or NotifyKind.
+	Kind         string `json:"kind"`
+	OutboxID     int64  `json:"outbox_id,omitempty"`
+	TransitionID int64  `json:"transition_id,omitempty"`
+	EventType    string `json:"event_type"`
 	// State is River's job state: "discarded" (attempts exhausted) or
 	// "cancelled" (invalid command).
 	State     string `json:"state"`
@@ -41,7 +49,7 @@ func (r *Relay) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error
 	if limit <= 0 {
 		limit = 100
 	}
-	params := river.NewJobListParams().Kinds(Kind).States(deadStates...).
+	params := river.NewJobListParams().Kinds(Kind, NotifyKind).States(deadStates...).
 		OrderBy(river.JobListOrderByFinalizedAt, river.SortOrderDesc).First(limit)
 	res, err := r.client.JobList(ctx, params)
 	if err != nil {
@@ -49,7 +57,21 @@ func (r *Relay) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error
 	}
 	jobs := make([]*rivertype.JobRow, 0, len(res.Jobs))
 	ids := make([]int64, 0, len(res.Jobs))
+	var notes []DeadLetter
 	for _, j := range res.Jobs {
+		if j.Kind == NotifyKind {
+			var a NotifyArgs
+			if err := json.Unmarshal(j.EncodedArgs, &a); err != nil {
+				return nil, fmt.Errorf("list dead letters: decode args of job %d: %w", j.ID, err)
+			}
+			d := DeadLetter{JobID: j.ID, Kind: NotifyKind, TransitionID: a.TransitionID, EventType: "notify",
+				State: string(j.State), Attempts: j.Attempt, LastError: lastError(j)}
+			if j.FinalizedAt != nil {
+				d.At = *j.FinalizedAt
+			}
+			notes = append(notes, d)
+			continue
+		}
 		args, err := decodeArgs(j)
 		if err != nil {
 			return nil, fmt.Errorf("list dead letters: %w", err)
@@ -64,7 +86,7 @@ func (r *Relay) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error
 	out := make([]DeadLetter, len(jobs))
 	for i, j := range jobs {
 		c := cmds[ids[i]]
-		d := DeadLetter{JobID: j.ID, OutboxID: ids[i], EventType: c.eventType, State: string(j.State),
+		d := DeadLetter{JobID: j.ID, Kind: Kind, OutboxID: ids[i], EventType: c.eventType, State: string(j.State),
 			Attempts: j.Attempt, LastError: lastError(j)}
 		if d.LastError == "" {
 			d.LastError = c.lastError
@@ -74,21 +96,23 @@ func (r *Relay) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error
 		}
 		out[i] = d
 	}
+	out = append(out, notes...)
+	slices.SortStableFunc(out, func(a, b DeadLetter) int { return b.At.Compare(a.At) })
 	return out, nil
 }
 
 // ErrNotRetryable: Retry on a job that is running, or already completed.
 var ErrNotRetryable = errors.New("job cannot be retried")
 
-// Retry makes a repair job available to run now (River's JobRetry): a dead
-// letter after its cause is fixed, or a job waiting for its next retry. A
-// discarded job gets one more attempt. Completed and running jobs are
-// refused with ErrNotRetryable; an unknown job id, or a job that is not a
-// repair delivery, is payrecon.ErrNotFound.
+// Retry makes a repair or notification job available to run now (River's
+// JobRetry): a dead letter after its cause is fixed, or a job waiting for
+// its next retry. A discarded job gets one more attempt. Completed and
+// running jobs are refused with ErrNotRetryable; an unknown job id, or a job
+// of another kind, is payrecon.ErrNotFound.
 func (r *Relay) Retry(ctx context.Context, jobID int64) (JobInfo, error) {
 	j, err := r.client.JobGet(ctx, jobID)
-	if errors.Is(err, rivertype.ErrNotFound) || (err == nil && j.Kind != Kind) {
-		return JobInfo{}, fmt.Errorf("retry job %d: no repair job with that id: %w", jobID, payrecon.ErrNotFound)
+	if errors.Is(err, rivertype.ErrNotFound) || (err == nil && j.Kind != Kind && j.Kind != NotifyKind) {
+		return JobInfo{}, fmt.Errorf("retry job %d: no repair or notification job with that id: %w", jobID, payrecon.ErrNotFound)
 	}
 	if err != nil {
 		return JobInfo{}, fmt.Errorf("retry job %d: %w", jobID, err)
@@ -101,9 +125,8 @@ func (r *Relay) Retry(ctx context.Context, jobID int64) (JobInfo, error) {
 	if err != nil {
 		return JobInfo{}, fmt.Errorf("retry job %d: %w", jobID, err)
 	}
-	args, _ := decodeArgs(j)
-	r.log.Info("relay: job retried by an operator", slog.Int64("job_id", jobID), slog.Int64("outbox_id", args.OutboxID),
-		slog.Int("max_attempts", j.MaxAttempts))
+	r.log.Info("relay: job retried by an operator", slog.Int64("job_id", jobID), slog.String("kind", j.Kind),
+		slog.String("args", string(j.EncodedArgs)), slog.Int("max_attempts", j.MaxAttempts))
 	return jobInfo(j), nil
 }
 

@@ -14,6 +14,10 @@ type metrics struct {
 	apply    prometheus.Histogram
 	delay    prometheus.Histogram
 	pruned   *prometheus.CounterVec
+
+	notified    *prometheus.CounterVec
+	notifyDelay prometheus.Histogram
+	notifyPost  prometheus.Histogram
 }
 
 func newMetrics(reg prometheus.Registerer, targets []postgres.PruneTarget) *metrics {
@@ -34,12 +38,27 @@ func newMetrics(reg prometheus.Registerer, targets []postgres.PruneTarget) *metr
 			Name: "payrecon_prune_rows_total",
 			Help: "Rows of history deleted past their retention, by target (outbox, webhook_events, console_samples, findings; river_jobs when `prune --once` deletes them: in the service River's cleaner does, and logs it).",
 		}, []string{"target"}),
+		notified: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payrecon_notifications_total",
+			Help: "Notification attempts to the application by outcome: delivered (2xx), failed (retried), dead_lettered, waiting (an earlier transition of the payment is not delivered yet).",
+		}, []string{"outcome"}),
+		notifyDelay: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "payrecon_notification_delay_seconds", Help: "Time from a transition to its notification's acknowledgement by the application.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 24),
+		}),
+		notifyPost: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "payrecon_notification_post_duration_seconds", Help: "Time the application took to answer one successful notification.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}),
+	}
+	for _, o := range []string{"delivered", "failed", "dead_lettered", "waiting"} {
+		m.notified.WithLabelValues(o)
 	}
 	for _, tg := range targets { // every target's series exists from the start
 		m.pruned.WithLabelValues(tg.Name)
 	}
 	if reg != nil {
-		reg.MustRegister(m.outcomes, m.apply, m.delay, m.pruned)
+		reg.MustRegister(m.outcomes, m.apply, m.delay, m.pruned, m.notified, m.notifyDelay, m.notifyPost)
 	}
 	return m
 }

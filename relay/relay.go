@@ -86,6 +86,9 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 	if err := river.AddWorkerSafely(workers, &pruneWorker{relay: r}); err != nil {
 		return nil, fmt.Errorf("new relay: register prune worker: %w", err)
 	}
+	if err := river.AddWorkerSafely(workers, &notifyWorker{relay: r}); err != nil {
+		return nil, fmt.Errorf("new relay: register notify worker: %w", err)
+	}
 	retention := cfg.DeadLetterRetention
 	if retention == 0 {
 		retention = -1 // River: never delete
@@ -109,6 +112,9 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 	}
 	if !cfg.InsertOnly {
 		rc.Queues = map[string]river.QueueConfig{Queue: {MaxWorkers: cfg.Workers}}
+		if cfg.Notify.enabled() {
+			rc.Queues[NotifyQueue] = river.QueueConfig{MaxWorkers: cfg.Notify.Workers}
+		}
 		if cfg.AdoptInterval > 0 {
 			rc.PeriodicJobs = append(rc.PeriodicJobs, adoptJob(cfg.AdoptInterval))
 		}
@@ -125,6 +131,9 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 		return nil, fmt.Errorf("new relay: river client: %w", err)
 	}
 	r.client = client
+	if cfg.Notify.enabled() {
+		writer.OnTransition(r.enqueueNotification)
+	}
 	return r, nil
 }
 

@@ -19,9 +19,9 @@ import (
 // AdminAddrDefault is the admin listener's default address: loopback only.
 const AdminAddrDefault = "127.0.0.1:8081"
 
-// NotifyKind is River's job kind of application notifications (issue 10);
-// the console counts its backlog and dead letters.
-const NotifyKind = "notify"
+// NotifyKind is River's job kind of application notifications
+// (relay.NotifyKind); the console counts its backlog and dead letters.
+const NotifyKind = relay.NotifyKind
 
 // ErrConsoleExposed: the admin listener would serve the console and River's
 // dashboard, without a password, beyond this machine.

@@ -208,7 +208,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		rc.Logger = cfg.Logger.With("component", "sweep", "window", cfg.RecentWindow.String())
 		s.recent = sweep.New(store.Recent(cfg.RecentWindow), gw, rc)
 	}
-	s.registry.MustRegister(postgres.NewCollector(postgres.NewMonitor(pool), relay.Kind, cfg.Clock, cfg.Logger.With("component", "metrics")))
+	collector := postgres.NewCollector(postgres.NewMonitor(pool), relay.Kind, cfg.Clock, cfg.Logger.With("component", "metrics"))
+	collector.NotifyKind = relay.NotifyKind
+	s.registry.MustRegister(collector)
 	ui, err := rl.UIHandler(relay.UIPrefix)
 	if err != nil {
 		return nil, err
@@ -236,10 +238,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		ec := cfg.Events
 		ec.Limiter, ec.Clock, ec.Logger, ec.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "events"), s.registry
 		ec.LeaseFunc = sc.LeaseFunc
-		// The catch-up's road into the writer. When postgres.Events.WithSource
-		// lands (transitions/notifications), this line becomes:
-		//   caught := events.WithSource("events") // EVENTS-SOURCE: transitions record the road
-		caught := events // EVENTS-SOURCE: replace with events.WithSource("events")
+		// The catch-up's road into the writer: its transitions are recorded
+		// with source "events".
+		caught := events.WithSource(payrecon.SourceEvents)
 		s.catcher = catchup.New(src, caught, postgres.NewEventCursors(pool), ec)
 	}
 

@@ -33,6 +33,7 @@ type cli struct {
 	Run      runCmd      `cmd:"" help:"The long-running service: sweep, events catch-up, recent window, repair workers, webhook endpoint, metrics and health."`
 	Status   statusCmd   `cmd:"" help:"Reconciliation lag, cycle progress and projection, findings and the repair queue."`
 	Findings findingsCmd `cmd:"" help:"List, show, resolve and re-check findings."`
+	Payments paymentsCmd `cmd:"" help:"A payment's history: transitions, findings, repairs, webhooks."`
 	Plan     planCmd     `cmd:"" help:"The cycle-time arithmetic: how long a full sweep takes, and whether it ever completes."`
 	Classify classifyCmd `cmd:"" help:"Print the decision table, or classify one (local, Stripe) status pair."`
 	Demo     demoCmd     `cmd:"" help:"Seed a database with every kind of drift, reconcile it against the built-in Stripe simulator, and report."`

@@ -84,6 +84,7 @@ type configCmd struct {
 	HTTPAddr      string `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address of run: the webhook and health."`
 	JSON          bool   `help:"Print JSON."`
 	retainFlags
+	notifyFlags
 	PruneInterval time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often run deletes history past its retention."`
 }
 
@@ -105,6 +106,8 @@ func (c *configCmd) Run(a *app) error {
 		{"retain_console_samples", "PAYRECON_RETAIN_CONSOLE_SAMPLES / --retain-console-samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples))},
 		{"retain_findings", "PAYRECON_RETAIN_FINDINGS / --retain-findings", postgres.FormatRetention(time.Duration(c.RetainFindings))},
 		{"prune_interval", "PAYRECON_PRUNE_INTERVAL / --prune-interval", c.PruneInterval.String()},
+		{"notify_url", "PAYRECON_NOTIFY_URL / --notify-url", redact.URL(c.NotifyURL)},
+		{"notify_secret", "PAYRECON_NOTIFY_SECRET / --notify-secret", redactSecret(c.NotifySecret)},
 	}
 	if c.JSON {
 		m := map[string]string{}

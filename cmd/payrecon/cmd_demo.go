@@ -206,6 +206,11 @@ func printDemo(a *app, r demo.Report) {
 	fmt.Fprintf(tw, "repairs\t%d\tapplied of %d commands, %d unprocessed; detection to repair median %s, max %s; queue empty %s after the cycle\n",
 		rp.Applied, rp.Commands, rp.Unprocessed, payrecon.FormatDuration(rp.MedianLatency), payrecon.FormatDuration(rp.MaxLatency),
 		payrecon.FormatDuration(rp.DrainAfterCycle))
+	nt := r.Notifications
+	fmt.Fprintf(tw, "notifications\t%d\tof %d transitions acknowledged by the demo's shop (it failed the first delivery of %d, one in ten: %d redeliveries),\n",
+		nt.Acknowledged, nt.Transitions, nt.RefusedFirst, nt.Redelivered)
+	fmt.Fprintf(tw, "\t\t%d of %d paid orders fulfilled exactly once (%d twice, %d never); transition to acknowledgement median %s, max %s (the webhook phase's waited for the service)\n",
+		nt.FulfilledOnce, nt.PaidOrders, nt.FulfilledTwice, nt.NotFulfilled, payrecon.FormatDuration(nt.MedianDelay), payrecon.FormatDuration(nt.MaxDelay))
 	ev := r.Events
 	fmt.Fprintf(tw, "events catch-up\t%d\tof %d events lost while the webhook endpoint was down caught up (every %s), detection delay median %s, max %s;\n",
 		ev.CaughtUp, ev.Lost, payrecon.FormatDuration(ev.Interval), payrecon.FormatDuration(ev.MedianDelay), payrecon.FormatDuration(ev.MaxDelay))

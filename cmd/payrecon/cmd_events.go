@@ -24,6 +24,7 @@ type eventsCmd struct {
 	RPS      float64       `name:"rps" default:"20" help:"Stripe request budget per second."`
 	Wait     bool          `help:"When another process holds the events lease, wait for it instead of exiting with status 3."`
 	JSON     bool          `help:"Print the summary as JSON."`
+	notifyFlags
 }
 
 // checkDetectionFlags validates the catch-up and recent-window durations:
@@ -59,6 +60,10 @@ func (c *eventsCmd) Run(a *app) error {
 	if c.Since > catchup.MaxSince {
 		a.logger.Warn("--since is beyond what Stripe keeps; using 30 days less an hour", "since", c.Since, "used", catchup.MaxSince)
 	}
+	nc, err := c.notifyFlags.config()
+	if err != nil {
+		return err
+	}
 	limiter := sweep.NewLimiter(c.RPS)
 	gw, err := a.gateway(c.stripeFlags, limiter.OnRateLimited)
 	if err != nil {
@@ -76,8 +81,12 @@ func (c *eventsCmd) Run(a *app) error {
 		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", orDefault(c.StripeAPIBase, "https://api.stripe.com"),
 		"since", c.Since, "rps", c.RPS, "events_interval", c.Interval)
 	// The webhook's processor: the same dedupe, writer and findings.
-	events := postgres.NewEvents(pool, postgres.NewWriter(nil), nil)
-	caught := events // EVENTS-SOURCE: replace with events.WithSource("events") once it is on main
+	writer, err := a.notifyingWriter(pool, nc)
+	if err != nil {
+		return err
+	}
+	events := postgres.NewEvents(pool, writer, nil)
+	caught := events.WithSource(payrecon.SourceEvents)
 	cat := catchup.New(gw, caught, postgres.NewEventCursors(pool), catchup.Config{
 		Interval: c.Interval, Since: c.Since, Limiter: limiter, Logger: a.logger.With("component", "events"),
 		LeaseFunc: leaseFunc(pool), WaitForLease: c.Wait,

@@ -114,6 +114,8 @@ type findingDetail struct {
 	Payment  *postgres.PaymentDetail `json:"payment,omitempty"`
 	Repair   *relay.Delivery         `json:"repair,omitempty"`
 	Webhooks []postgres.IntentEvent  `json:"webhook_events"`
+	// Transitions are the payment's, oldest first.
+	Transitions []payrecon.PaymentTransition `json:"transitions"`
 }
 
 func (c *findingsShowCmd) Run(a *app) error {
@@ -137,6 +139,12 @@ func (c *findingsShowCmd) Run(a *app) error {
 		if f.IntentID == "" {
 			f.IntentID = p.IntentID
 		}
+		if d.Transitions, err = repo.Transitions(a.ctx, p.ID, 1000); err != nil {
+			return err
+		}
+	}
+	if d.Transitions == nil {
+		d.Transitions = []payrecon.PaymentTransition{}
 	}
 	if oid, err := repo.RepairCommandFor(a.ctx, f.ID); err != nil {
 		return err
@@ -194,6 +202,7 @@ func printFinding(a *app, d findingDetail) {
 			last = fmt.Sprintf("%s, Stripe said %s", ago(now, *p.LastReconciledAt), p.ObservedStatus)
 		}
 		fmt.Fprintf(tw, "last verified\t%s\n", last)
+		printTransitions(tw, d.Transitions)
 	} else {
 		fmt.Fprintf(tw, "\npayment\tnone: PaymentIntent %s has no local row\n", f.IntentID)
 	}

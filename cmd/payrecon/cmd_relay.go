@@ -12,12 +12,13 @@ import (
 
 type relayCmd struct {
 	Drain       bool  `help:"Apply every repair command that is due, then exit (commands waiting for a later retry are left and counted)."`
-	DeadLetters bool  `name:"dead-letters" help:"List repair commands River gave up on (discarded after their last attempt, or cancelled as invalid)."`
-	Retry       int64 `placeholder:"JOB_ID" help:"Retry a dead-lettered repair job now (after fixing its cause)."`
+	DeadLetters bool  `name:"dead-letters" help:"List repair commands and notifications River gave up on (discarded after their last attempt, or cancelled as invalid)."`
+	Retry       int64 `placeholder:"JOB_ID" help:"Retry a dead-lettered repair or notification job now (after fixing its cause)."`
 	Workers     int   `default:"20" help:"Commands applied at once."`
 	MaxAttempts int   `name:"max-attempts" default:"8" help:"Attempts before a command is dead-lettered (set on commands queued from now on)."`
 	JSON        bool  `help:"Print JSON."`
 	retainFlags
+	notifyFlags
 }
 
 func (c *relayCmd) Run(a *app) error {
@@ -33,6 +34,9 @@ func (c *relayCmd) Run(a *app) error {
 	}
 	if c.Drain {
 		cfg.PruneInterval = -1
+	}
+	if cfg.Notify, err = c.notifyFlags.config(); err != nil {
+		return err
 	}
 	pool, err := a.openMigratedDBWith(int32(c.Workers + 6))
 	if err != nil {
@@ -62,7 +66,11 @@ func (c *relayCmd) Run(a *app) error {
 		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "JOB\tOUTBOX\tCOMMAND\tSTATE\tATTEMPTS\tWHEN\tLAST ERROR")
 		for _, d := range dl {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%s\n", d.JobID, d.OutboxID, d.EventType, d.State, d.Attempts, ago(time.Now(), d.At), d.LastError)
+			ref, what := fmt.Sprint(d.OutboxID), d.EventType
+			if d.Kind == relay.NotifyKind {
+				ref, what = "-", fmt.Sprintf("notify transition %d", d.TransitionID)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\n", d.JobID, ref, what, d.State, d.Attempts, ago(time.Now(), d.At), d.LastError)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -30,6 +30,7 @@ type runCmd struct {
 	Recent         time.Duration `name:"recent" default:"0s" help:"Re-verify the rows created within this window, e.g. 72h (list mode, a second sweep job with its own cursor and lease, within the same budget), every --recent-interval, besides the full cycle. 0 (the default): off."`
 	RecentInterval time.Duration `name:"recent-interval" default:"5m" help:"How often the --recent window is re-verified. 0: off."`
 	retainFlags
+	notifyFlags
 	PruneInterval time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often history past its --retain-* is deleted (a River periodic job, on one replica); 0: never."`
 }
 
@@ -63,6 +64,9 @@ func (c *runCmd) Run(a *app) error {
 	if c.PruneInterval == 0 {
 		rc.PruneInterval = -1 // never (a zero Config field would mean the default)
 	}
+	if rc.Notify, err = c.notifyFlags.config(); err != nil {
+		return err
+	}
 	if c.RescueAfter < 3*time.Second {
 		return usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
 	}
@@ -85,6 +89,7 @@ func (c *runCmd) Run(a *app) error {
 		"retain_river_jobs", postgres.FormatRetention(time.Duration(c.RetainRiverJobs)),
 		"retain_console_samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples)),
 		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)))
+	a.logger.Info("notifications", c.notifyFlags.describe()...)
 	pool, err := a.openMigratedDBWith(int32(c.Workers + c.Concurrency + 8))
 	if err != nil {
 		return err

@@ -22,10 +22,16 @@ func (c *statusCmd) Run(a *app) error {
 		return err
 	}
 	defer pool.Close()
-	st, err := postgres.NewMonitor(pool).Status(a.ctx, time.Now(), !c.Estimate, relay.Kind)
+	mon := postgres.NewMonitor(pool)
+	st, err := mon.Status(a.ctx, time.Now(), !c.Estimate, relay.Kind)
 	if err != nil {
 		return err
 	}
+	q, err := mon.Queue(a.ctx, relay.NotifyKind)
+	if err != nil {
+		return err
+	}
+	st.Notifications = &q
 	if c.JSON {
 		return a.printJSON(st)
 	}
@@ -116,6 +122,16 @@ func printStatus(w io.Writer, st postgres.Status) {
 	fmt.Fprintf(tw, "repair queue\t%s, %d dead letters\n", backlog, st.DeadLetters)
 	if st.DeadLetters > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d repair commands were dead-lettered: see `payrecon relay --dead-letters` and retry them with `payrecon relay --retry JOB_ID`", st.DeadLetters))
+	}
+	if q := st.Notifications; q != nil && (q.Backlog > 0 || q.DeadLetters > 0) {
+		nb := fmt.Sprintf("%d waiting", q.Backlog)
+		if q.Backlog > 0 {
+			nb += fmt.Sprintf(" (oldest %s)", ago(st.Now, q.Oldest))
+		}
+		fmt.Fprintf(tw, "notifications\t%s, %d dead letters\n", nb, q.DeadLetters)
+		if q.DeadLetters > 0 {
+			warnings = append(warnings, fmt.Sprintf("%d notifications to the application were dead-lettered: see `payrecon relay --dead-letters` and retry them with `payrecon relay --retry JOB_ID`", q.DeadLetters))
+		}
 	}
 	_ = tw.Flush()
 	for _, wmsg := range warnings {

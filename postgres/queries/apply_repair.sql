@@ -1,8 +1,10 @@
 -- A repair command from the outbox, applied in one statement (one round
 -- trip: the relay's hot path). Locks the outbox row and its finding,
 -- validates the payload, moves the payment through the canonical writer's
--- one transition (payrecon_transition, migration 00006, the same function
--- the webhook's statement calls), resolves the finding only if the payment
+-- one transition (payrecon_transition, migration 00017, the same function
+-- the webhook's statement calls, which records the transition in
+-- payment_transitions with source @source and the outbox id as its ref),
+-- resolves the finding only if the payment
 -- is in the command's target state afterwards (else notes why on it), and
 -- marks the outbox row processed with the outcome; all of it commits or
 -- rolls back with the caller's transaction (and River's job completion).
@@ -11,6 +13,7 @@
 --                                commands, targets, allowed sources
 --                                (comma-separated)
 --   @now                         the time written
+--   @source                      the transitions' source ('repair')
 --   @resolved_by                 who resolves the finding ('outbox:<id>')
 --   @repaired, @already          the resolutions of a finding whose payment
 --                                the command moved / found in the target
@@ -46,7 +49,7 @@ applied AS (
     SELECT todo.id AS outbox_id, todo.finding_id, todo.target, t.*,
            coalesce(t.out_after, t.out_before) IS NOT DISTINCT FROM todo.target AS in_target
       FROM todo
-     CROSS JOIN LATERAL payrecon_transition(todo.payment_id, NULL, todo.target, todo.froms, @now::timestamptz) t
+     CROSS JOIN LATERAL payrecon_transition(todo.payment_id, NULL, todo.target, todo.froms, @now::timestamptz, @source::text, todo.id::text) t
 ),
 described AS (
     SELECT a.*,
@@ -94,6 +97,7 @@ SELECT cmd.event_type,
        (SELECT out_before FROM described),
        (SELECT out_after FROM described),
        (SELECT out_version FROM described),
+       (SELECT out_transition_id FROM described),
        EXISTS (SELECT 1 FROM resolved)                               AS resolved,
        (SELECT outcome FROM marked)                                  AS recorded
   FROM cmd

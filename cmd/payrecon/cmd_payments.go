@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"payrecon"
+	"payrecon/postgres"
+)
+
+type paymentsCmd struct {
+	Show paymentsShowCmd `cmd:"" help:"Show one payment's history: its transitions (with their road), findings, repair commands and the webhooks seen."`
+}
+
+type paymentsShowCmd struct {
+	Payment string `arg:"" name:"ID|ORDER|PI" help:"The payment: its id, order id or PaymentIntent id."`
+	JSON    bool   `help:"Print JSON."`
+}
+
+// paymentHistory is what `payments show` prints.
+type paymentHistory struct {
+	Payment     postgres.PaymentDetail       `json:"payment"`
+	Transitions []payrecon.PaymentTransition `json:"transitions"`
+	Findings    []postgres.Finding           `json:"findings"`
+	Repairs     []postgres.RepairCommand     `json:"repair_commands"`
+	Webhooks    []postgres.IntentEvent       `json:"webhook_events"`
+}
+
+func (c *paymentsShowCmd) Run(a *app) error {
+	pool, err := a.openMigratedDB()
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	repo := postgres.NewFindings(pool, nil)
+	p, err := repo.LookupPayment(a.ctx, c.Payment)
+	if errors.Is(err, payrecon.ErrNotFound) {
+		return fmt.Errorf("%w (see payrecon findings list)", err)
+	}
+	if err != nil {
+		return err
+	}
+	h := paymentHistory{Payment: p}
+	if h.Transitions, err = repo.Transitions(a.ctx, p.ID, 1000); err != nil {
+		return err
+	}
+	if h.Findings, err = repo.List(a.ctx, postgres.FindingFilter{State: "all", PaymentID: p.ID, Limit: 1000}); err != nil {
+		return err
+	}
+	if h.Repairs, err = repo.RepairCommands(a.ctx, p.ID, 1000); err != nil {
+		return err
+	}
+	if h.Webhooks, err = repo.IntentEvents(a.ctx, p.IntentID, 1000); err != nil {
+		return err
+	}
+	if c.JSON {
+		if h.Transitions == nil {
+			h.Transitions = []payrecon.PaymentTransition{}
+		}
+		if h.Findings == nil {
+			h.Findings = []postgres.Finding{}
+		}
+		if h.Repairs == nil {
+			h.Repairs = []postgres.RepairCommand{}
+		}
+		if h.Webhooks == nil {
+			h.Webhooks = []postgres.IntentEvent{}
+		}
+		return a.printJSON(h)
+	}
+	now := time.Now()
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "payment\t%d, order %s, intent %s\n", p.ID, p.OrderID, p.IntentID)
+	fmt.Fprintf(tw, "now\t%s (version %d, updated %s)\n", p.Status, p.Version, ago(now, p.UpdatedAt))
+	last := "never"
+	if p.LastReconciledAt != nil {
+		last = fmt.Sprintf("%s, Stripe said %s", ago(now, *p.LastReconciledAt), p.ObservedStatus)
+	}
+	fmt.Fprintf(tw, "last verified\t%s\n", last)
+	printTransitions(tw, h.Transitions)
+	if len(h.Findings) > 0 {
+		fmt.Fprintf(tw, "\nfindings\t\n")
+		for _, f := range h.Findings {
+			state := "open"
+			if !f.Open() {
+				state = fmt.Sprintf("resolved (%s) by %s", *f.Resolution, f.ResolvedBy)
+			}
+			fmt.Fprintf(tw, "  %s\t%d %s (%s), %s\n", f.DetectedAt.UTC().Format(time.RFC3339), f.ID, f.Kind, f.Verdict, state)
+		}
+	}
+	if len(h.Repairs) > 0 {
+		fmt.Fprintf(tw, "\nrepair commands\t\n")
+		for _, r := range h.Repairs {
+			outcome := "not applied yet"
+			if r.ProcessedAt != nil {
+				outcome = r.Outcome
+			}
+			if r.LastError != "" {
+				outcome += " (last error: " + r.LastError + ")"
+			}
+			fmt.Fprintf(tw, "  %s\toutbox %d %s → %s\n", r.CreatedAt.UTC().Format(time.RFC3339), r.OutboxID, r.EventType, outcome)
+		}
+	}
+	if len(h.Webhooks) > 0 {
+		fmt.Fprintf(tw, "\nwebhooks\t\n")
+		for _, e := range h.Webhooks {
+			fmt.Fprintf(tw, "  %s\t%s %s → %s\n", e.ReceivedAt.UTC().Format(time.RFC3339), e.EventID, e.EventType, e.Outcome)
+		}
+	}
+	return tw.Flush()
+}
+
+// printTransitions prints a payment's transitions (none: says so).
+func printTransitions(w io.Writer, ts []payrecon.PaymentTransition) {
+	if len(ts) == 0 {
+		fmt.Fprintf(w, "\ntransitions\tnone\n")
+		return
+	}
+	fmt.Fprintf(w, "\ntransitions\t\n")
+	for _, t := range ts {
+		by := string(t.Source)
+		if t.SourceRef != "" {
+			by += " " + t.SourceRef
+		}
+		fmt.Fprintf(w, "  %s\t%d: %s → %s (version %d) by %s\n", t.OccurredAt.UTC().Format(time.RFC3339), t.ID, t.From, t.To, t.Version, by)
+	}
+}
