@@ -442,15 +442,27 @@ var errLeaseLost = errors.New("lease lost")
 // failure (Stripe or the database unavailable) is logged and the next round
 // tries again.
 func (c *Catcher) Run(ctx context.Context) error {
+	pause := time.Second
 	for {
 		err := c.runLeased(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !errors.Is(err, errLeaseLost) {
+		switch {
+		case errors.Is(err, errLeaseLost):
+			c.cfg.Logger.Warn("events lease lost; waiting to take it again", "job", c.cfg.Job)
+			pause = time.Second
+			continue
+		case errors.Is(err, payrecon.ErrConfig):
 			return err
 		}
-		c.cfg.Logger.Warn("events lease lost; waiting to take it again", "job", c.cfg.Job)
+		// The lease could not be taken (the database refuses connections,
+		// restarts): try again, with backoff, instead of stopping.
+		c.cfg.Logger.Warn("events catch-up interrupted; retrying", "job", c.cfg.Job, "error", err, "retry_in", pause)
+		if err := c.cfg.SleepFunc(ctx, pause); err != nil {
+			return nil
+		}
+		pause = min(pause*2, 30*time.Second)
 	}
 }
 

@@ -80,6 +80,11 @@ type Config struct {
 	// progress gets this long to finish and commit before it is abandoned
 	// (and then discarded whole, never half-written).
 	StopGrace time.Duration
+	// RetryPause is Run's first pause after a failure it retries (the
+	// database unavailable, the lease unobtainable); it doubles up to
+	// RetryPauseMax.
+	RetryPause    time.Duration
+	RetryPauseMax time.Duration
 	// WaitForLease makes RunCycle wait for another holder of the job's lease
 	// instead of failing with payrecon.ErrLeaseHeld.
 	WaitForLease bool
@@ -119,6 +124,8 @@ func DefaultConfig() Config {
 		RecheckWait:          time.Minute,
 		MinCycle:             time.Minute,
 		StopGrace:            20 * time.Second,
+		RetryPause:           time.Second,
+		RetryPauseMax:        30 * time.Second,
 	}
 }
 
@@ -169,6 +176,13 @@ func (c Config) withDefaults() Config {
 	if c.StopGrace <= 0 {
 		c.StopGrace = d.StopGrace
 	}
+	if c.RetryPause <= 0 {
+		c.RetryPause = d.RetryPause
+	}
+	if c.RetryPauseMax <= 0 {
+		c.RetryPauseMax = d.RetryPauseMax
+	}
+	c.RetryPauseMax = max(c.RetryPauseMax, c.RetryPause)
 	if c.MinCycle == 0 {
 		c.MinCycle = d.MinCycle
 	}
