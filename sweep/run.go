@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"payrecon"
@@ -26,8 +27,8 @@ func (s *Sweeper) Run(ctx context.Context, progress ProgressFunc) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errors.Is(err, errLeaseLost) {
-			s.cfg.Logger.Warn("sweep lease lost; waiting to take it again", "job", s.cfg.Job)
+		if errors.Is(err, errLeaseLost) || errors.Is(err, payrecon.ErrLeaseLost) {
+			s.cfg.Logger.Warn("sweep lease lost; waiting to take it again", "job", s.cfg.Job, "error", err)
 			continue
 		}
 		if Fatal(err) {
@@ -65,7 +66,9 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 		}
 		lease = l
 		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
-		s.cfg.Logger.Info("sweep lease acquired", "job", s.cfg.Job)
+		s.fence.Store(lease.Epoch())
+		defer s.fence.Store(0)
+		s.cfg.Logger.Info("sweep lease acquired", "job", s.cfg.Job, "epoch", lease.Epoch())
 		s.metrics.setLeased(s.cfg.Job, true)
 		defer s.metrics.setLeased(s.cfg.Job, false)
 	}
@@ -73,13 +76,11 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 		started := s.cfg.Clock.Now()
 		rep := CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
 		var outage outageTracker
-		lastCheck := s.cfg.Clock.Now()
 		for !rep.Wrapped {
-			if lease != nil && s.cfg.Clock.Now().Sub(lastCheck) > 10*time.Second {
+			if lease != nil {
 				if err := lease.Alive(ctx); err != nil {
-					return errLeaseLost
+					return fmt.Errorf("%w: %w", errLeaseLost, err)
 				}
-				lastCheck = s.cfg.Clock.Now()
 			}
 			err := s.step(ctx, &rep, &outage, false, progress)
 			if ctx.Err() != nil {

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -220,7 +221,12 @@ func (c Config) Validate() error {
 
 // Lease is a held sweep lease.
 type Lease interface {
+	// Alive says whether the lease is still held (an error once it was
+	// taken over or its heartbeat failed).
 	Alive(ctx context.Context) error
+	// Epoch is the lease's fencing token, sent with every commit
+	// (payrecon.BatchCommit.Fence); 0 means no fencing.
+	Epoch() int64
 	Release(ctx context.Context) error
 }
 
@@ -236,6 +242,8 @@ type Sweeper struct {
 	metrics *metrics
 
 	cache listCache
+	// fence is the epoch of the lease held now (0: none).
+	fence atomic.Int64
 }
 
 // New returns a sweeper. cfg's zero fields take the defaults; its metrics
@@ -323,7 +331,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 	}
 	rep.Cursor = cur.LastID
 	if len(rows) == 0 && !rechecksOnly {
-		if err := s.store.Wrap(ctx, s.cfg.Job, cur.LastID, now); err != nil {
+		if err := s.store.Wrap(ctx, s.cfg.Job, cur.LastID, s.fence.Load(), now); err != nil {
 			return rep, err
 		}
 		rep.Wrapped, rep.Cursor = true, 0
@@ -362,6 +370,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		Grace:   max(s.cfg.Grace, 0),
 		Now:     s.cfg.Clock.Now(),
 		Busy:    s.cfg.Clock.Now().Sub(start),
+		Fence:   s.fence.Load(),
 	}
 	if len(rows) > 0 {
 		commit.To = rows[len(rows)-1].ID
