@@ -369,16 +369,18 @@ func TestTableInstallationKeepsItsKeysAndIndexes(t *testing.T) {
 				t.Errorf("%s: %s = %q, want %q", when, n, got[n], d)
 			}
 		}
+		// payments_created_at; payments_reconciled_order (00005) is dropped
+		// by 00015 (verifications are HOT updates).
 		if n := pgtest.Count(t, pool, `SELECT count(*) FROM pg_indexes WHERE tablename = 'payments'
-			AND indexname IN ('payments_reconciled_order', 'payments_created_at')`); n != 2 {
-			t.Errorf("%s: %d of payrecon's two indexes on payments", when, n)
+			AND indexname IN ('payments_reconciled_order', 'payments_created_at')`); n != 1 {
+			t.Errorf("%s: %d of payrecon's indexes on payments, want payments_created_at only", when, n)
 		}
 	}
 	check("fresh table")
 	// An installation older than 00013: its keys came from 00001 and 00002.
-	pgtest.Exec(t, pool, "DELETE FROM payrecon_schema_migrations WHERE version_id = 13")
+	pgtest.Exec(t, pool, "DELETE FROM payrecon_schema_migrations WHERE version_id >= 13")
 	applied, err := postgres.Migrate(ctx, pool, nil)
-	if err != nil || len(applied) != 1 || applied[0].Version != 13 {
+	if err != nil || len(applied) == 0 || applied[0].Version != 13 {
 		t.Fatalf("migrate of an installation at 00012 = %v, %v", applied, err)
 	}
 	check("after 00013 on an older installation")
