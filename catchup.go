@@ -61,6 +61,10 @@ type EventAdvance struct {
 	// event this road recorded first; zero otherwise.
 	Delay time.Duration
 	Now   time.Time
+	// Fence is the epoch of the job's lease the round runs under (0: no
+	// lease); the advance writes nothing (ErrLeaseLost) when the lease has
+	// moved on.
+	Fence int64
 }
 
 // EventCursorReset restarts an events cursor from a time when its event can

@@ -178,6 +178,9 @@ var (
 	ErrConcurrentRun = errors.New("concurrent run moved the cursor")
 	// ErrLeaseHeld: another process holds the job's lease.
 	ErrLeaseHeld = errors.New("lease held by another process")
+	// ErrLeaseLost: the job's lease was taken over (the holder froze past
+	// the lease timeout); the batch was not committed (fencing).
+	ErrLeaseLost = errors.New("lease lost to another holder")
 )
 
 // UnavailableError says why Stripe could not be asked.

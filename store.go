@@ -67,6 +67,10 @@ type BatchCommit struct {
 	Now   time.Time
 	// Busy is the time the batch took, for the measured throughput.
 	Busy time.Duration
+	// Fence is the epoch of the job's lease the batch ran under (0: no
+	// lease). The commit checks it in its transaction and writes nothing,
+	// failing with ErrLeaseLost, when the lease has moved on.
+	Fence int64
 }
 
 // CommitResult says what a committed batch wrote.
@@ -97,7 +101,8 @@ type SweepStore interface {
 	CommitBatch(ctx context.Context, b BatchCommit) (CommitResult, error)
 	// Wrap moves the cursor from `from` back to 0 and completes the cycle,
 	// with a compare-and-set; ErrConcurrentRun when it moved.
-	Wrap(ctx context.Context, job string, from int64, now time.Time) error
+	// fence is the lease's epoch, as in BatchCommit.Fence.
+	Wrap(ctx context.Context, job string, from, fence int64, now time.Time) error
 	// CountCreatedBetween counts payments rows created in [lo, hi], up to
 	// limit (the count stops there): list mode's estimate of the
 	// PaymentIntents a window holds.

@@ -29,6 +29,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -137,6 +138,8 @@ type Catcher struct {
 	store   payrecon.EventCursorStore
 	cfg     Config
 	metrics *metrics
+	// fence is the epoch of the lease held now (0: none).
+	fence atomic.Int64
 }
 
 // New returns a catcher that lists events from source, processes them with
@@ -369,7 +372,7 @@ func (c *Catcher) list(ctx context.Context, rep *Report, q payrecon.EventQuery) 
 func (c *Catcher) apply(ctx context.Context, rep *Report, cur *payrecon.EventCursor, events []payrecon.RawEvent) error {
 	for i := len(events) - 1; i >= 0; i-- {
 		raw := events[i]
-		adv := payrecon.EventAdvance{Job: c.cfg.Job, From: cur.EventID, To: raw.ID, ToCreated: raw.Created}
+		adv := payrecon.EventAdvance{Job: c.cfg.Job, From: cur.EventID, To: raw.ID, ToCreated: raw.Created, Fence: c.fence.Load()}
 		ev, err := payrecon.ParseEvent(raw.JSON)
 		if err != nil {
 			// A webhook would be answered 400 and never retried into
@@ -428,6 +431,8 @@ func (c *Catcher) RunOnce(ctx context.Context) (Report, error) {
 			return Report{Job: c.cfg.Job, Outcomes: map[string]int{}}, err
 		}
 		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
+		c.fence.Store(lease.Epoch())
+		defer c.fence.Store(0)
 	}
 	return c.Round(ctx)
 }
@@ -442,15 +447,27 @@ var errLeaseLost = errors.New("lease lost")
 // failure (Stripe or the database unavailable) is logged and the next round
 // tries again.
 func (c *Catcher) Run(ctx context.Context) error {
+	pause := time.Second
 	for {
 		err := c.runLeased(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !errors.Is(err, errLeaseLost) {
+		switch {
+		case errors.Is(err, errLeaseLost) || errors.Is(err, payrecon.ErrLeaseLost):
+			c.cfg.Logger.Warn("events lease lost; waiting to take it again", "job", c.cfg.Job, "error", err)
+			pause = time.Second
+			continue
+		case errors.Is(err, payrecon.ErrConfig):
 			return err
 		}
-		c.cfg.Logger.Warn("events lease lost; waiting to take it again", "job", c.cfg.Job)
+		// The lease could not be taken (the database refuses connections,
+		// restarts): try again, with backoff, instead of stopping.
+		c.cfg.Logger.Warn("events catch-up interrupted; retrying", "job", c.cfg.Job, "error", err, "retry_in", pause)
+		if err := c.cfg.SleepFunc(ctx, pause); err != nil {
+			return nil
+		}
+		pause = min(pause*2, 30*time.Second)
 	}
 }
 
@@ -464,7 +481,9 @@ func (c *Catcher) runLeased(ctx context.Context) error {
 		}
 		lease = l
 		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
-		c.cfg.Logger.Info("events lease acquired", "job", c.cfg.Job, "interval", c.cfg.Interval)
+		c.fence.Store(lease.Epoch())
+		defer c.fence.Store(0)
+		c.cfg.Logger.Info("events lease acquired", "job", c.cfg.Job, "interval", c.cfg.Interval, "epoch", lease.Epoch())
 		c.metrics.leased.Set(1)
 		defer c.metrics.leased.Set(0)
 	}
@@ -474,7 +493,7 @@ func (c *Catcher) runLeased(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return nil
 				}
-				return errLeaseLost
+				return fmt.Errorf("%w: %w", errLeaseLost, err)
 			}
 		}
 		rep, err := c.Round(ctx)
@@ -483,6 +502,8 @@ func (c *Catcher) runLeased(ctx context.Context) error {
 			return nil
 		case errors.Is(err, payrecon.ErrConfig):
 			return fmt.Errorf("events catch-up: %w", err)
+		case errors.Is(err, payrecon.ErrLeaseLost):
+			return err
 		case err != nil:
 			c.cfg.Logger.Warn("events catch-up round failed; trying again next round", "job", c.cfg.Job,
 				"processed", rep.Processed, "error", err, "next_in", c.cfg.Interval)

@@ -447,8 +447,17 @@ func (c *ConsoleReader) Audit(ctx context.Context, limit int) ([]console.AuditEn
 
 // RecordSample implements console.SampleStore.
 func (c *ConsoleReader) RecordSample(ctx context.Context, minute, now time.Time) (bool, error) {
-	tag, err := c.pool.Exec(ctx, consoleQuery("console_record_sample"), pgx.StrictNamedArgs{"minute": minute, "now": now,
-		"repair_kind": c.cfg.RepairKind, "dead_states": riverDeadStates})
+	oldest, ok, err := oldestVerified(ctx, c.pool)
+	if err != nil {
+		return false, fmt.Errorf("record console sample: %w", err)
+	}
+	var lag *float64
+	if ok {
+		l := max(now.Sub(oldest), 0).Seconds()
+		lag = &l
+	}
+	tag, err := c.pool.Exec(ctx, consoleQuery("console_record_sample"), pgx.StrictNamedArgs{"minute": minute,
+		"lag_seconds": lag, "repair_kind": c.cfg.RepairKind, "dead_states": riverDeadStates})
 	if err != nil {
 		return false, fmt.Errorf("record console sample: %w", err)
 	}

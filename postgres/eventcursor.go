@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"payrecon"
@@ -64,17 +65,31 @@ func (s *EventCursors) AdvanceEventCursor(ctx context.Context, a payrecon.EventA
 		d := a.Delay.Seconds()
 		delay = &d
 	}
-	tag, err := s.pool.Exec(ctx, queries.Get("events_cursor_advance"), pgx.StrictNamedArgs{
-		"job": a.Job, "from": optional(a.From), "to": a.To, "to_created": a.ToCreated,
-		"outcome": a.Outcome, "delay_seconds": delay, "now": a.Now,
+	advance := func(ctx context.Context, db interface {
+		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	}) error {
+		tag, err := db.Exec(ctx, queries.Get("events_cursor_advance"), pgx.StrictNamedArgs{
+			"job": a.Job, "from": optional(a.From), "to": a.To, "to_created": a.ToCreated,
+			"outcome": a.Outcome, "delay_seconds": delay, "now": a.Now,
+		})
+		if err != nil {
+			return fmt.Errorf("advance events cursor %q to %s: %w", a.Job, a.To, err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("advance events cursor %q from %q: %w", a.Job, a.From, payrecon.ErrConcurrentRun)
+		}
+		return nil
+	}
+	if a.Fence == 0 {
+		return advance(ctx, s.pool)
+	}
+	// Under a lease: the fence and the advance in one transaction.
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := checkFence(ctx, tx, a.Job, a.Fence); err != nil {
+			return err
+		}
+		return advance(ctx, tx)
 	})
-	if err != nil {
-		return fmt.Errorf("advance events cursor %q to %s: %w", a.Job, a.To, err)
-	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("advance events cursor %q from %q: %w", a.Job, a.From, payrecon.ErrConcurrentRun)
-	}
-	return nil
 }
 
 // MarkEventCursorChecked implements payrecon.EventCursorStore.

@@ -22,15 +22,14 @@ func NewMonitor(pool *pgxpool.Pool) *Monitor { return &Monitor{pool: pool} }
 
 // Lag returns the reconciliation lag: how long ago the row least recently
 // verified was verified (or created, if never). ok is false when the table
-// is empty. One index entry is read, whatever the table size.
+// is empty. It reads the sweep cursor and the recheck queue (queries/lag.sql),
+// not payments' last_reconciled_at, which no index covers (so that a
+// verification is a HOT update): a few rows, whatever the table size, once
+// a cycle has completed.
 func (m *Monitor) Lag(ctx context.Context, now time.Time) (lag time.Duration, ok bool, err error) {
-	var oldest time.Time
-	err = m.pool.QueryRow(ctx, queries.Get("lag")).Scan(&oldest)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("reconciliation lag: %w", err)
+	oldest, ok, err := oldestVerified(ctx, m.pool)
+	if err != nil || !ok {
+		return 0, ok, err
 	}
 	lag = now.Sub(oldest)
 	if lag < 0 {
@@ -156,4 +155,18 @@ func nonNegative(d time.Duration) time.Duration {
 		return 0
 	}
 	return d
+}
+
+// oldestVerified is the time of the least recent verification (or
+// creation) of any payments row; ok is false when payments is empty.
+func oldestVerified(ctx context.Context, pool *pgxpool.Pool) (time.Time, bool, error) {
+	var oldest *time.Time
+	err := pool.QueryRow(ctx, queries.Get("lag"), pgx.StrictNamedArgs{"recent_suffix": payrecon.RecentJobSuffix}).Scan(&oldest)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && oldest == nil) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("reconciliation lag: %w", err)
+	}
+	return *oldest, true, nil
 }

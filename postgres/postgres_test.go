@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -92,8 +93,12 @@ func TestApplicationInsertStillWorks(t *testing.T) {
 	pgtest.Exec(t, pool, `INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload) VALUES ('Payment', '1', 'ApplyPaymentSucceeded', '{"payment_id": 1}')`)
 }
 
-// The lag query reads one index entry; it never scans the table.
-func TestLagQueryUsesIndex(t *testing.T) {
+// The lag comes from payrecon's own tables once a cycle has completed: the
+// plan has no scan of payments (no index covers last_reconciled_at since
+// 00015, so that verifications are HOT updates), and the value is the
+// cycle's start or the oldest row still queued for recheck. With no sweep
+// job yet it is exact, from every row.
+func TestLagQueryReadsPayreconsTables(t *testing.T) {
 	t.Parallel()
 	pool := pgtest.NewDB(t)
 	ctx := context.Background()
@@ -101,30 +106,61 @@ func TestLagQueryUsesIndex(t *testing.T) {
 		SELECT 'o'||g, 'pi_'||g, 'paid', now() - interval '1 day', CASE WHEN g % 2 = 0 THEN now() - (g || ' seconds')::interval END
 		  FROM generate_series(1, 20000) g`)
 	pgtest.Exec(t, pool, "ANALYZE payments")
-	rows, err := pool.Query(ctx, "EXPLAIN "+lagSQL)
+	m := postgres.NewMonitor(pool)
+	lagNow := func() time.Duration {
+		t.Helper()
+		lag, ok, err := m.Lag(ctx, time.Now())
+		if err != nil || !ok {
+			t.Fatalf("Lag: %v %v", ok, err)
+		}
+		return lag
+	}
+	// No sweep yet: odd rows were never verified; their created_at, a day
+	// ago, is the oldest.
+	if lag := lagNow(); lag < 23*time.Hour || lag > 25*time.Hour {
+		t.Errorf("lag with no sweep job = %s, want about 24h", lag)
+	}
+	// A full job whose last cycle began two hours ago and whose cursor is
+	// half-way (a recent-window job, newer, does not count), and a row it
+	// could not verify, queued, last verified three hours ago.
+	pgtest.Exec(t, pool, `UPDATE payments SET last_reconciled_at = now() - interval '90 minutes'`)
+	pgtest.Exec(t, pool, `INSERT INTO reconciliation_cursor (job, last_id, cycle_started_at, last_cycle_started_at, last_cycle_completed_at)
+		VALUES ('payments-vs-stripe', 10000, now() - interval '30 minutes', now() - interval '2 hours', now() - interval '30 minutes'),
+		       ('payments-vs-stripe/recent', 0, now(), now() - interval '1 minute', now())`)
+	// The pages the query touches (the table has about 200): a handful.
+	var plan []struct {
+		Plan struct {
+			Hit  int `json:"Shared Hit Blocks"`
+			Read int `json:"Shared Read Blocks"`
+		} `json:"Plan"`
+	}
+	var raw []byte
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
+	defer conn.Release()
+	for range 2 { // the second run: the session's catalog caches are warm
+		if err := conn.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+postgres.Queries.Get("lag"),
+			pgx.StrictNamedArgs{"recent_suffix": payrecon.RecentJobSuffix}).Scan(&raw); err != nil {
+			t.Fatal(err)
+		}
 	}
-	text := strings.Join(plan, "\n")
-	if !strings.Contains(text, "payments_reconciled_order") || strings.Contains(text, "Seq Scan") {
-		t.Errorf("lag query does not use payments_reconciled_order:\n%s", text)
+	if err := json.Unmarshal(raw, &plan); err != nil || len(plan) != 1 {
+		t.Fatalf("plan: %v %s", err, raw)
 	}
-	now := time.Now()
-	lag, ok, err := postgres.NewMonitor(pool).Lag(ctx, now)
-	if err != nil || !ok {
-		t.Fatalf("Lag: %v %v", ok, err)
+	if pages := plan[0].Plan.Hit + plan[0].Plan.Read; pages > 30 {
+		t.Errorf("the lag query touched %d pages; want a few (no scan of payments):\n%s", pages, raw)
 	}
-	// Odd rows were never verified: their created_at, a day ago, is the oldest.
-	if lag < 23*time.Hour || lag > 25*time.Hour {
-		t.Errorf("lag = %s, want about 24h", lag)
+	if lag := lagNow(); lag < 119*time.Minute || lag > 121*time.Minute {
+		t.Errorf("lag = %s, want the last cycle's start, 2h ago", lag)
+	}
+	pgtest.Exec(t, pool, `UPDATE payments SET last_reconciled_at = now() - interval '3 hours' WHERE id = 15000`)
+	pgtest.Exec(t, pool, `INSERT INTO reconciliation_recheck (job, payment_id, reason, due_at) VALUES ('payments-vs-stripe', 15000, 'unverifiable', now())`)
+	if lag := lagNow(); lag < 179*time.Minute || lag > 181*time.Minute {
+		t.Errorf("lag = %s, want the queued row's last verification, 3h ago", lag)
 	}
 }
-
-const lagSQL = `SELECT coalesce(last_reconciled_at, created_at) FROM payments ORDER BY coalesce(last_reconciled_at, created_at) LIMIT 1`
 
 func TestLagEmptyTable(t *testing.T) {
 	t.Parallel()

@@ -120,6 +120,9 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 	res := payrecon.CommitResult{Opened: map[payrecon.Kind]int{}, Resolved: map[payrecon.Kind]int{}}
 	checks, intents := checkRows(c.Checks)
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := checkFence(ctx, tx, c.Job, c.Fence); err != nil {
+			return err
+		}
 		if c.Advance {
 			tag, err := tx.Exec(ctx, queries.Get("commit_cursor"), pgx.StrictNamedArgs{
 				"job": c.Job, "from": c.From, "to": c.To, "rows": len(c.Checks), "busy_seconds": c.Busy.Seconds(), "now": c.Now,
@@ -218,16 +221,22 @@ func checkRows(checks []payrecon.Check) ([]checkRow, []string) {
 	return rows, intents
 }
 
-// Wrap implements payrecon.SweepStore.
-func (s *Store) Wrap(ctx context.Context, job string, from int64, now time.Time) error {
-	tag, err := s.pool.Exec(ctx, queries.Get("wrap_cursor"), pgx.StrictNamedArgs{"job": job, "from": from, "now": now})
-	if err != nil {
-		return fmt.Errorf("wrap cursor %q: %w", job, err)
-	}
-	if tag.RowsAffected() != 1 {
-		return fmt.Errorf("wrap cursor %q from %d: %w", job, from, payrecon.ErrConcurrentRun)
-	}
-	return nil
+// Wrap implements payrecon.SweepStore: the lease's fence and the cursor's
+// compare-and-set in one transaction.
+func (s *Store) Wrap(ctx context.Context, job string, from, fence int64, now time.Time) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := checkFence(ctx, tx, job, fence); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, queries.Get("wrap_cursor"), pgx.StrictNamedArgs{"job": job, "from": from, "now": now})
+		if err != nil {
+			return fmt.Errorf("wrap cursor %q: %w", job, err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("wrap cursor %q from %d: %w", job, from, payrecon.ErrConcurrentRun)
+		}
+		return nil
+	})
 }
 
 // CountCreatedBetween implements payrecon.SweepStore: a bounded count on

@@ -5,9 +5,10 @@
 // health on the admin listener, wired together and stopped together.
 //
 // Only one replica sweeps a job at a time: the sweep waits for the job's
-// lease (a PostgreSQL advisory lock), so a second replica serves webhooks
-// and works repairs while it waits, and takes over the sweep as soon as the
-// first one's session ends. River elects its own leader for its maintenance.
+// lease (a row with a heartbeat, postgres.Lease), so a second replica serves
+// webhooks and works repairs while it waits, and takes over the sweep as
+// soon as the first one's session ends, or once its heartbeat is older than
+// Config.LeaseTimeout (a frozen process). River elects its own leader for its maintenance.
 //
 // On SIGINT or SIGTERM (the end of Run's context) the service stops
 // readiness first, lets the sweep finish and commit the batch in progress,
@@ -75,6 +76,10 @@ type Config struct {
 	// created within this window every RecentInterval.
 	RecentWindow   time.Duration
 	RecentInterval time.Duration
+	// LeaseTimeout is how long a lease holder's heartbeat may be silent
+	// before this replica takes its sweep (or catch-up) over
+	// (--lease-timeout; default postgres.LeaseTimeoutDefault).
+	LeaseTimeout time.Duration
 	// RPS is the Stripe request budget per second (0: unlimited).
 	RPS float64
 	// Stripe configures the Stripe client; its Logger, Registerer and
@@ -194,7 +199,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	sc := cfg.Sweep
 	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
 	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
-		return postgres.AcquireLease(ctx, pool, job, wait)
+		return postgres.AcquireLeaseTimeout(ctx, pool, job, wait, cfg.LeaseTimeout)
 	}
 	s.sweeper = sweep.New(store, gw, sc)
 	if cfg.RecentWindow > 0 {

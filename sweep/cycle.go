@@ -72,6 +72,8 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 			return rep, err
 		}
 		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
+		s.fence.Store(lease.Epoch())
+		defer s.fence.Store(0)
 	}
 	defer func() { rep.Duration = s.cfg.Clock.Now().Sub(start) }()
 

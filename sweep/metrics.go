@@ -139,3 +139,9 @@ func LimiterCollector(l *Limiter) []prometheus.Collector {
 		}, func() float64 { return l.Budget() }),
 	}
 }
+
+// retried counts a continuous sweep interrupted by a failure it retries
+// (the database unavailable, the lease unobtainable).
+func (m *metrics) retried(job string) {
+	m.pauses.WithLabelValues(job, "interrupted").Inc()
+}

@@ -3,6 +3,7 @@ package sweep
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"payrecon"
@@ -12,20 +13,45 @@ import (
 // only when a cycle completes sooner than Config.MinCycle (and rechecking
 // due rows while it waits). With a LeaseFunc it first waits for the job's
 // lease, so of several replicas exactly one sweeps and another takes over
-// when it dies; if the lease's connection is lost it stops sweeping and
-// waits for the lease again. It returns on ctx's end (nil), on a
-// configuration error, and on an outage longer than Config.MaxOutage.
+// when it dies; if the lease is lost it stops sweeping and waits for the
+// lease again. It returns on ctx's end (nil), on a configuration error, and
+// on a Stripe outage longer than Config.MaxOutage. Any other failure (the
+// database refusing connections or restarting, the lease unobtainable) is
+// logged and retried with backoff (Config.RetryPause doubling up to
+// Config.RetryPauseMax): the process stays up and resumes by itself.
 func (s *Sweeper) Run(ctx context.Context, progress ProgressFunc) error {
+	pause := s.cfg.RetryPause
 	for {
+		began := s.cfg.Clock.Now()
 		err := s.runLeased(ctx, progress)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if !errors.Is(err, errLeaseLost) {
+		if errors.Is(err, errLeaseLost) || errors.Is(err, payrecon.ErrLeaseLost) {
+			s.cfg.Logger.Warn("sweep lease lost; waiting to take it again", "job", s.cfg.Job, "error", err)
+			continue
+		}
+		if Fatal(err) {
 			return err
 		}
-		s.cfg.Logger.Warn("sweep lease lost; waiting to take it again", "job", s.cfg.Job)
+		if s.cfg.Clock.Now().Sub(began) > 4*s.cfg.RetryPauseMax {
+			pause = s.cfg.RetryPause // it had been working: start the backoff again
+		}
+		s.metrics.retried(s.cfg.Job)
+		s.cfg.Logger.Warn("sweep interrupted; retrying", "job", s.cfg.Job, "error", err, "retry_in", pause)
+		if err := s.cfg.SleepFunc(ctx, pause); err != nil {
+			return nil
+		}
+		pause = min(pause*2, s.cfg.RetryPauseMax)
 	}
+}
+
+// Fatal reports whether err must stop a continuous sweep (or the service):
+// a configuration error a person must fix, or a Stripe outage longer than
+// Config.MaxOutage. Everything else (the database unavailable, a lease
+// that could not be taken) is worth retrying.
+func Fatal(err error) bool {
+	return err != nil && (errors.Is(err, payrecon.ErrConfig) || errors.Is(err, ErrOutage))
 }
 
 var errLeaseLost = errors.New("lease lost")
@@ -40,7 +66,9 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 		}
 		lease = l
 		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
-		s.cfg.Logger.Info("sweep lease acquired", "job", s.cfg.Job)
+		s.fence.Store(lease.Epoch())
+		defer s.fence.Store(0)
+		s.cfg.Logger.Info("sweep lease acquired", "job", s.cfg.Job, "epoch", lease.Epoch())
 		s.metrics.setLeased(s.cfg.Job, true)
 		defer s.metrics.setLeased(s.cfg.Job, false)
 	}
@@ -48,13 +76,11 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 		started := s.cfg.Clock.Now()
 		rep := CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
 		var outage outageTracker
-		lastCheck := s.cfg.Clock.Now()
 		for !rep.Wrapped {
-			if lease != nil && s.cfg.Clock.Now().Sub(lastCheck) > 10*time.Second {
+			if lease != nil {
 				if err := lease.Alive(ctx); err != nil {
-					return errLeaseLost
+					return fmt.Errorf("%w: %w", errLeaseLost, err)
 				}
-				lastCheck = s.cfg.Clock.Now()
 			}
 			err := s.step(ctx, &rep, &outage, false, progress)
 			if ctx.Err() != nil {

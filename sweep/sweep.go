@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,6 +81,11 @@ type Config struct {
 	// progress gets this long to finish and commit before it is abandoned
 	// (and then discarded whole, never half-written).
 	StopGrace time.Duration
+	// RetryPause is Run's first pause after a failure it retries (the
+	// database unavailable, the lease unobtainable); it doubles up to
+	// RetryPauseMax.
+	RetryPause    time.Duration
+	RetryPauseMax time.Duration
 	// WaitForLease makes RunCycle wait for another holder of the job's lease
 	// instead of failing with payrecon.ErrLeaseHeld.
 	WaitForLease bool
@@ -119,6 +125,8 @@ func DefaultConfig() Config {
 		RecheckWait:          time.Minute,
 		MinCycle:             time.Minute,
 		StopGrace:            20 * time.Second,
+		RetryPause:           time.Second,
+		RetryPauseMax:        30 * time.Second,
 	}
 }
 
@@ -169,6 +177,13 @@ func (c Config) withDefaults() Config {
 	if c.StopGrace <= 0 {
 		c.StopGrace = d.StopGrace
 	}
+	if c.RetryPause <= 0 {
+		c.RetryPause = d.RetryPause
+	}
+	if c.RetryPauseMax <= 0 {
+		c.RetryPauseMax = d.RetryPauseMax
+	}
+	c.RetryPauseMax = max(c.RetryPauseMax, c.RetryPause)
 	if c.MinCycle == 0 {
 		c.MinCycle = d.MinCycle
 	}
@@ -206,7 +221,12 @@ func (c Config) Validate() error {
 
 // Lease is a held sweep lease.
 type Lease interface {
+	// Alive says whether the lease is still held (an error once it was
+	// taken over or its heartbeat failed).
 	Alive(ctx context.Context) error
+	// Epoch is the lease's fencing token, sent with every commit
+	// (payrecon.BatchCommit.Fence); 0 means no fencing.
+	Epoch() int64
 	Release(ctx context.Context) error
 }
 
@@ -222,6 +242,8 @@ type Sweeper struct {
 	metrics *metrics
 
 	cache listCache
+	// fence is the epoch of the lease held now (0: none).
+	fence atomic.Int64
 }
 
 // New returns a sweeper. cfg's zero fields take the defaults; its metrics
@@ -309,7 +331,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 	}
 	rep.Cursor = cur.LastID
 	if len(rows) == 0 && !rechecksOnly {
-		if err := s.store.Wrap(ctx, s.cfg.Job, cur.LastID, now); err != nil {
+		if err := s.store.Wrap(ctx, s.cfg.Job, cur.LastID, s.fence.Load(), now); err != nil {
 			return rep, err
 		}
 		rep.Wrapped, rep.Cursor = true, 0
@@ -348,6 +370,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		Grace:   max(s.cfg.Grace, 0),
 		Now:     s.cfg.Clock.Now(),
 		Busy:    s.cfg.Clock.Now().Sub(start),
+		Fence:   s.fence.Load(),
 	}
 	if len(rows) > 0 {
 		commit.To = rows[len(rows)-1].ID

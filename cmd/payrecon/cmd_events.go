@@ -25,6 +25,7 @@ type eventsCmd struct {
 	Wait     bool          `help:"When another process holds the events lease, wait for it instead of exiting with status 3."`
 	JSON     bool          `help:"Print the summary as JSON."`
 	notifyFlags
+	leaseTimeoutFlag
 }
 
 // checkDetectionFlags validates the catch-up and recent-window durations:
@@ -47,6 +48,9 @@ func checkDetectionFlags(interval, recent, recentInterval time.Duration) error {
 
 func (c *eventsCmd) Run(a *app) error {
 	if err := checkDetectionFlags(c.Interval, 0, 0); err != nil {
+		return err
+	}
+	if err := c.leaseTimeoutFlag.check(); err != nil {
 		return err
 	}
 	switch {
@@ -89,7 +93,7 @@ func (c *eventsCmd) Run(a *app) error {
 	caught := events.WithSource(payrecon.SourceEvents)
 	cat := catchup.New(gw, caught, postgres.NewEventCursors(pool), catchup.Config{
 		Interval: c.Interval, Since: c.Since, Limiter: limiter, Logger: a.logger.With("component", "events"),
-		LeaseFunc: leaseFunc(pool), WaitForLease: c.Wait,
+		LeaseFunc: leaseFunc(pool, c.LeaseTimeout), WaitForLease: c.Wait,
 	})
 	if !c.Once {
 		a.logger.Info("catching up continuously; stop with Ctrl-C", "job", cat.Config().Job, "interval", c.Interval)

@@ -107,6 +107,7 @@ func (c *runCmd) Run(a *app) error {
 		Events:          catchup.Config{Interval: c.EventsInterval},
 		RecentWindow:    recent,
 		RecentInterval:  c.RecentInterval,
+		LeaseTimeout:    c.LeaseTimeout,
 		RPS:             c.RPS,
 		Stripe: stripeapi.Config{
 			SecretKey: c.StripeSecretKey,

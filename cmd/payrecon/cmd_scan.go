@@ -26,6 +26,21 @@ type sweepFlags struct {
 	Mode        string        `enum:"retrieve,list,auto" default:"auto" help:"How to ask Stripe: retrieve (one request per row), list (PaymentIntents created in the batch's time window, 100 per request; rows not seen are retrieved), or auto (list when the data makes it cheaper)."`
 	ListSkew    time.Duration `name:"list-skew" default:"1m" help:"List mode: widen each batch's creation-time window by this much for clock skew."`
 	MaxOutage   time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
+	// LeaseTimeout is shared with the events catch-up (leaseTimeoutFlag).
+	leaseTimeoutFlag
+}
+
+// leaseTimeoutFlag is --lease-timeout (scan, run, events).
+type leaseTimeoutFlag struct {
+	LeaseTimeout time.Duration `name:"lease-timeout" env:"PAYRECON_LEASE_TIMEOUT" default:"30s" help:"A standby takes a job's lease over when its holder's last heartbeat (every third of this) is older than this: a frozen holder (SIGSTOP, a paused VM) stops the sweep for at most this long. A holder that died loses it at once."`
+}
+
+// check validates --lease-timeout.
+func (f leaseTimeoutFlag) check() error {
+	if f.LeaseTimeout < time.Second {
+		return usageError{fmt.Errorf("--lease-timeout must be at least 1s, got %s", f.LeaseTimeout)}
+	}
+	return nil
 }
 
 func (f sweepFlags) config() (sweep.Config, error) {
@@ -36,6 +51,9 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	cfg := sweep.Config{
 		Job: f.Job, Batch: f.Batch, Grace: f.Grace, Concurrency: f.Concurrency, MaxOutage: f.MaxOutage,
 		Mode: mode, ListSkew: f.ListSkew,
+	}
+	if err := f.leaseTimeoutFlag.check(); err != nil {
+		return cfg, err
 	}
 	if f.Batch <= 0 {
 		return cfg, usageError{fmt.Errorf("--batch must be positive, got %d", f.Batch)}
@@ -66,9 +84,9 @@ type scanCmd struct {
 	JSON bool `help:"Print the summary as JSON."`
 }
 
-func leaseFunc(pool *pgxpool.Pool) sweep.LeaseFunc {
+func leaseFunc(pool *pgxpool.Pool, timeout time.Duration) sweep.LeaseFunc {
 	return func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
-		return postgres.AcquireLease(ctx, pool, job, wait)
+		return postgres.AcquireLeaseTimeout(ctx, pool, job, wait, timeout)
 	}
 }
 
@@ -95,7 +113,7 @@ func (c *scanCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	cfg.Limiter, cfg.Logger, cfg.LeaseFunc = limiter, a.logger.With("component", "sweep"), leaseFunc(pool)
+	cfg.Limiter, cfg.Logger, cfg.LeaseFunc = limiter, a.logger.With("component", "sweep"), leaseFunc(pool, c.LeaseTimeout)
 	s := sweep.New(store, gw, cfg)
 
 	if !c.Once {

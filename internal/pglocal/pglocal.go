@@ -52,9 +52,55 @@ func Start(ctx context.Context, logger *slog.Logger) (url string, stop func(), e
 	return start(ctx, logger, "")
 }
 
+// Cluster is a throwaway cluster that a test can stop and start again on
+// the same port, its data kept (a database restart, an outage).
+type Cluster struct {
+	c    *cluster
+	port int
+	url  string
+	// Stop stops the server at once and removes its folder (as Start's stop).
+	Stop func()
+}
+
+// StartCluster is Start, returning a Cluster that can also be paused and
+// resumed.
+func StartCluster(ctx context.Context, logger *slog.Logger) (*Cluster, error) {
+	cl := &Cluster{}
+	url, stop, err := startCluster(ctx, logger, "", cl)
+	if err != nil {
+		return nil, err
+	}
+	cl.url, cl.Stop = url, stop
+	return cl, nil
+}
+
+// URL is the URL of the cluster's "postgres" database.
+func (cl *Cluster) URL() string { return cl.url }
+
+// Pause stops the server (fast shutdown: every session is disconnected),
+// keeping its data; connections are refused until Resume.
+func (cl *Cluster) Pause(ctx context.Context) error {
+	cmd := cl.c.command(ctx, cl.c.pgctl, "stop", "-D", cl.c.data, "-m", "fast", "-w")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("stop the throwaway PostgreSQL: %w: %s", err, lastLines(out, 3))
+	}
+	return nil
+}
+
+// Resume starts the paused server again on the same port.
+func (cl *Cluster) Resume(ctx context.Context) error {
+	return cl.c.start(ctx, cl.port)
+}
+
 // start is Start with the parent of the temporary folder ("" means the
 // system's temporary folder).
 func start(ctx context.Context, logger *slog.Logger, parent string) (string, func(), error) {
+	return startCluster(ctx, logger, parent, nil)
+}
+
+// startCluster is start; when cl is not nil it is told the cluster and its
+// port.
+func startCluster(ctx context.Context, logger *slog.Logger, parent string, cl *Cluster) (string, func(), error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -107,6 +153,9 @@ func start(ctx context.Context, logger *slog.Logger, parent string) (string, fun
 		}
 	}
 	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	if cl != nil {
+		cl.c, cl.port = c, port
+	}
 	return url, c.stop, nil
 }
 

@@ -1,7 +1,7 @@
 -- One minute's sample for the charts. Every replica may try; the first
--- insert of the minute wins (ON CONFLICT DO NOTHING). The lag is read from
--- the payments_reconciled_order index, the open counts from the partial
--- index on open kinds.
+-- insert of the minute wins (ON CONFLICT DO NOTHING). The lag
+-- (@lag_seconds, NULL when payments is empty) is computed by queries/lag.sql
+-- first, the open counts from the partial index on open kinds.
 WITH k AS (
     SELECT kind, count(*) AS n
       FROM reconciliation_findings
@@ -9,10 +9,7 @@ WITH k AS (
      GROUP BY kind)
 INSERT INTO console_samples (minute, lag_seconds, open_findings, open_by_kind, dead_letters, outbox_backlog)
 SELECT @minute::timestamptz,
-       extract(epoch FROM @now::timestamptz - (SELECT coalesce(last_reconciled_at, created_at)
-                                                  FROM payments
-                                                 ORDER BY coalesce(last_reconciled_at, created_at)
-                                                 LIMIT 1)),
+       @lag_seconds::float8,
        coalesce((SELECT sum(n) FROM k), 0),
        coalesce((SELECT jsonb_object_agg(kind, n) FROM k), '{}'::jsonb),
        (SELECT count(*) FROM river_job WHERE kind = @repair_kind AND state = ANY (@dead_states::river_job_state[])),
