@@ -36,6 +36,17 @@ var MoneyKinds = []Kind{
 	KindDisputed,
 }
 
+// SideKinds lists the kinds recorded beside the status verdict, each its
+// own finding, healed when judged again and not found: the money kinds (and
+// stuck_in_flight). They never supersede a status finding, nor are
+// superseded by one.
+func SideKinds() []Kind {
+	return append(append([]Kind(nil), MoneyKinds...), sideExtra...)
+}
+
+// sideExtra are side kinds that are not money kinds.
+var sideExtra []Kind
+
 // IsMoney reports whether k is one of the money kinds.
 func (k Kind) IsMoney() bool {
 	for _, m := range MoneyKinds {
@@ -63,8 +74,9 @@ type MoneyInput struct {
 	Intent Intent
 }
 
-// MoneyFinding is one money drift found on a row.
-type MoneyFinding struct {
+// Drift is one drift the sweep records beside the status verdict, as its
+// own finding: a money drift (ClassifyMoney) or a payment stuck in flight.
+type Drift struct {
 	Kind   Kind   `json:"kind"`
 	Reason string `json:"reason"`
 }
@@ -229,12 +241,12 @@ func (mc MoneyChecks) Evaluated(in Intent) []Kind {
 // and the PaymentIntent (with its latest charge) to the money drifts found,
 // zero or more, in table order. Every one is needs_review. It is total: any
 // input, no panic.
-func ClassifyMoney(local LocalStatus, money LocalMoney, intent Intent) []MoneyFinding {
+func ClassifyMoney(local LocalStatus, money LocalMoney, intent Intent) []Drift {
 	in := MoneyInput{Local: local, Money: money, Intent: intent}
-	var out []MoneyFinding
+	var out []Drift
 	for _, r := range moneyTable {
 		if reason, ok := r.check(in); ok {
-			out = append(out, MoneyFinding{Kind: r.Kind, Reason: reason})
+			out = append(out, Drift{Kind: r.Kind, Reason: reason})
 		}
 	}
 	return out

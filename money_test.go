@@ -17,7 +17,7 @@ func charge(captured, refunded int64, full, disputed bool) *payrecon.Charge {
 		Disputed: disputed, Currency: "jpy", Created: time.Unix(1_700_000_000, 0)}
 }
 
-func kindsOf(fs []payrecon.MoneyFinding) []payrecon.Kind {
+func kindsOf(fs []payrecon.Drift) []payrecon.Kind {
 	out := []payrecon.Kind{}
 	for _, f := range fs {
 		out = append(out, f.Kind)

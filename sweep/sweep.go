@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,6 +99,11 @@ type Config struct {
 	SleepFunc func(ctx context.Context, d time.Duration) error
 	// Registerer receives the sweep's metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
+	// Money says which money checks run beside the status verdict: the
+	// local columns payments has (postgres.Store.UseMoneyColumns) and the
+	// kinds an operator ignores. The zero value judges the charge (refunds,
+	// disputes) but no local amount or currency.
+	Money payrecon.MoneyChecks
 }
 
 // DefaultConfig returns the defaults.
@@ -453,6 +459,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 		if in, ok := listed[rows[i].IntentID]; ok && in.Status != "" {
 			checks[i].Observed = in.Status
 			checks[i].Decision = payrecon.Classify(rows[i].Status, in.Status)
+			s.judgeMoney(&checks[i], in)
 			continue
 		}
 		calls++
@@ -497,7 +504,33 @@ func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time
 		return nil
 	}
 	c.Decision = payrecon.Classify(c.Row.Status, c.Observed)
+	if c.Observed != payrecon.NotFound {
+		s.judgeMoney(c, intent)
+	}
 	return nil
+}
+
+// judgeMoney runs the money checks on a row whose PaymentIntent was read:
+// the kinds judged (those not ignored, whose local column was read, and
+// whose charge was expanded) and the drifts among them.
+func (s *Sweeper) judgeMoney(c *payrecon.Check, in payrecon.Intent) {
+	c.Intent = &in
+	mc := s.cfg.Money
+	var money payrecon.LocalMoney
+	if c.Row.Money != nil {
+		money = *c.Row.Money
+	} else {
+		mc.Amount, mc.Currency = false, false
+	}
+	c.Judged = mc.Evaluated(in)
+	if len(c.Judged) == 0 {
+		return
+	}
+	for _, d := range payrecon.ClassifyMoney(c.Row.Status, money, in) {
+		if slices.Contains(c.Judged, d.Kind) {
+			c.Drifts = append(c.Drifts, d)
+		}
+	}
 }
 
 func (s *Sweeper) limiterSuccess() {
