@@ -60,8 +60,13 @@ type Config struct {
 	// Console tunes the console; its Password, Read, Actions, Logger, Clock
 	// and StripeHealthFunc are set by the service.
 	Console console.Config
-	// Sweep configures the continuous sweep.
+	// Sweep configures the continuous sweep; its Money checks (and
+	// Money.Ignore, which the webhook's findings obey too) come from the
+	// caller.
 	Sweep sweep.Config
+	// MoneyColumns are the local money columns the sweep reads
+	// (postgres.DetectMoneyColumns); zero: none.
+	MoneyColumns postgres.MoneyColumns
 	// Events configures the events catch-up, which runs only when
 	// Events.Interval is positive; its Limiter (the sweep's), Clock, Logger,
 	// LeaseFunc and Registerer are set by the service.
@@ -191,6 +196,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 
 	store := postgres.NewStore(pool)
 	store.EnqueueFunc = rl.EnqueueFunc()
+	if cfg.MoneyColumns.Amount || cfg.MoneyColumns.Currency {
+		store = store.WithMoneyColumns(cfg.MoneyColumns)
+	}
 	sc := cfg.Sweep
 	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
 	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {

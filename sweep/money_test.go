@@ -310,3 +310,52 @@ func TestMoneyColumnsAbsentThenAppear(t *testing.T) {
 		t.Errorf("%d findings for in-sync rows (equal amounts, case-only currency, NULL amount)", n)
 	}
 }
+
+// With --intent-metadata, only listed intents carrying the pair are
+// payrecon's: an intent another system made in the same account is never
+// missing_locally; with missing_locally ignored, none is.
+func TestIntentMetadataLimitsMissingLocally(t *testing.T) {
+	t.Parallel()
+	base := time.Now().Add(-48 * time.Hour).Truncate(time.Second)
+	rows := simpleRows(20, nil)
+	for i := range rows {
+		rows[i].localCreated, rows[i].stripeCreat = base.Add(time.Duration(i)*time.Second), base.Add(time.Duration(i)*time.Second)
+	}
+	orphans := []stripesim.Intent{
+		{ID: "pi_orphan_ours", Status: payrecon.IntentSucceeded, Created: base.Add(5 * time.Second), Metadata: map[string]string{"app": "shop"}},
+		{ID: "pi_orphan_theirs", Status: payrecon.IntentSucceeded, Created: base.Add(6 * time.Second), Metadata: map[string]string{"app": "invoicing"}},
+		{ID: "pi_orphan_bare", Status: payrecon.IntentSucceeded, Created: base.Add(7 * time.Second)},
+	}
+	for _, c := range []struct {
+		name   string
+		cfg    sweep.Config
+		wanted []string
+	}{
+		{"no filter", sweep.Config{}, []string{"pi_orphan_bare", "pi_orphan_ours", "pi_orphan_theirs"}},
+		{"app=shop", sweep.Config{IntentMetadata: map[string]string{"app": "shop"}}, []string{"pi_orphan_ours"}},
+		{"ignored", sweep.Config{Money: payrecon.MoneyChecks{Ignore: map[payrecon.Kind]bool{payrecon.KindMissingLocally: true}}}, nil},
+	} {
+		b := setupSim(t, rows, orphans, stripesim.Faults{})
+		cfg := c.cfg
+		cfg.Batch, cfg.Mode = 50, sweep.ModeList
+		if _, err := b.sweeper(cfg).RunCycle(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		r, err := b.pool.Query(context.Background(), "SELECT stripe_payment_intent_id FROM reconciliation_findings WHERE kind = 'missing_locally' ORDER BY 1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r.Next() {
+			var id string
+			if err := r.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, id)
+		}
+		r.Close()
+		if fmt.Sprint(got) != fmt.Sprint(c.wanted) {
+			t.Errorf("%s: missing_locally for %v, want %v", c.name, got, c.wanted)
+		}
+	}
+}

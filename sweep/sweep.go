@@ -104,6 +104,10 @@ type Config struct {
 	// kinds an operator ignores. The zero value judges the charge (refunds,
 	// disputes) but no local amount or currency.
 	Money payrecon.MoneyChecks
+	// IntentMetadata, when set, makes only listed PaymentIntents carrying
+	// every one of these metadata pairs count as payrecon's: others are
+	// never missing_locally (--intent-metadata).
+	IntentMetadata map[string]string
 }
 
 // DefaultConfig returns the defaults.
@@ -453,6 +457,8 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 		}
 	}
 
+	orphans = s.keepOrphans(orphans, listed)
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.Concurrency)
 	for _, i := range need {
@@ -473,7 +479,49 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 		}
 		return nil, nil, calls, err
 	}
+	for i := range checks {
+		s.dropIgnored(&checks[i])
+	}
 	return checks, orphans, calls, nil
+}
+
+// dropIgnored removes the kinds an operator ignores (--ignore-kinds) from a
+// check: its status kind (and any repair with it) is not recorded; the
+// verdict stays. Ignored money kinds are never judged (MoneyChecks).
+func (s *Sweeper) dropIgnored(c *payrecon.Check) {
+	if k := c.Decision.Kind; k != "" && s.cfg.Money.Ignore[k] {
+		c.Decision.Kind, c.Decision.Command = "", ""
+	}
+}
+
+// keepOrphans drops the orphans that are not payrecon's: all of them when
+// missing_locally is ignored, and those whose intent lacks the
+// --intent-metadata pairs.
+func (s *Sweeper) keepOrphans(orphans []payrecon.Orphan, listed map[string]payrecon.Intent) []payrecon.Orphan {
+	if s.cfg.Money.Ignore[payrecon.KindMissingLocally] {
+		return nil
+	}
+	if len(s.cfg.IntentMetadata) == 0 {
+		return orphans
+	}
+	out := orphans[:0]
+	for _, o := range orphans {
+		if IntentIsOurs(listed[o.IntentID], s.cfg.IntentMetadata) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// IntentIsOurs reports whether the intent carries every metadata pair of
+// want (--intent-metadata); any intent does when want is empty.
+func IntentIsOurs(in payrecon.Intent, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := in.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time) error {
@@ -584,6 +632,9 @@ func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (Batc
 	}
 	if err := g.Wait(); err != nil {
 		return rep, nil, err
+	}
+	for i := range checks {
+		s.dropIgnored(&checks[i])
 	}
 	rep.StripeCalls = len(rows)
 	res, err := s.store.CommitBatch(ctx, payrecon.BatchCommit{Job: s.cfg.Job, Checks: checks, Grace: max(s.cfg.Grace, 0), Now: s.cfg.Clock.Now()})

@@ -86,9 +86,17 @@ type configCmd struct {
 	JSON          bool   `help:"Print JSON."`
 	retainFlags
 	PruneInterval time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often run deletes history past its retention."`
+	moneyFlags
 }
 
 func (c *configCmd) Run(a *app) error {
+	ignore, err := c.moneyFlags.ignore()
+	if err != nil {
+		return err
+	}
+	if _, err := c.moneyFlags.metadata(); err != nil {
+		return err
+	}
 	cfg := []struct{ Key, Source, Value string }{
 		{"database_url", "DATABASE_URL / --database-url", redact.URL(a.cli.DatabaseURL)},
 		{"stripe_secret_key", "STRIPE_SECRET_KEY / --stripe-secret-key", redactSecret(c.StripeSecretKey)},
@@ -106,6 +114,10 @@ func (c *configCmd) Run(a *app) error {
 		{"retain_console_samples", "PAYRECON_RETAIN_CONSOLE_SAMPLES / --retain-console-samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples))},
 		{"retain_findings", "PAYRECON_RETAIN_FINDINGS / --retain-findings", postgres.FormatRetention(time.Duration(c.RetainFindings))},
 		{"prune_interval", "PAYRECON_PRUNE_INTERVAL / --prune-interval", c.PruneInterval.String()},
+		{"amount_column", "PAYRECON_AMOUNT_COLUMN / --amount-column", c.AmountColumn + " (used when payments has it; `status` says whether it does)"},
+		{"currency_column", "PAYRECON_CURRENCY_COLUMN / --currency-column", c.CurrencyColumn + " (used when payments has it; `status` says whether it does)"},
+		{"ignore_kinds", "PAYRECON_IGNORE_KINDS / --ignore-kinds", ignoredList(ignore)},
+		{"intent_metadata", "--intent-metadata", orDefault(c.IntentMetadata, "(any: every listed intent is payrecon's)")},
 	}
 	if c.JSON {
 		m := map[string]string{}

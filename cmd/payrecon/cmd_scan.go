@@ -26,6 +26,7 @@ type sweepFlags struct {
 	Mode        string        `enum:"retrieve,list,auto" default:"auto" help:"How to ask Stripe: retrieve (one request per row), list (PaymentIntents created in the batch's time window, 100 per request; rows not seen are retrieved), or auto (list when the data makes it cheaper)."`
 	ListSkew    time.Duration `name:"list-skew" default:"1m" help:"List mode: widen each batch's creation-time window by this much for clock skew."`
 	MaxOutage   time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
+	moneyFlags
 }
 
 func (f sweepFlags) config() (sweep.Config, error) {
@@ -55,7 +56,25 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	if f.Grace == 0 {
 		cfg.Grace = -1 // --grace 0: no window (a zero Config field would mean the default)
 	}
+	if cfg.Money.Ignore, err = f.ignore(); err != nil {
+		return cfg, err
+	}
+	if cfg.IntentMetadata, err = f.metadata(); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
+}
+
+// withMoney detects the money columns (logging once which checks are off)
+// and returns the store that reads them and the sweep configuration that
+// judges them.
+func (a *app) withMoney(pool *pgxpool.Pool, store *postgres.Store, cfg sweep.Config, f moneyFlags) (*postgres.Store, sweep.Config, postgres.MoneyColumns, error) {
+	cols, err := a.moneyColumns(pool, f)
+	if err != nil {
+		return nil, cfg, cols, err
+	}
+	cfg.Money = cols.Checks(cfg.Money.Ignore)
+	return store.WithMoneyColumns(cols), cfg, cols, nil
 }
 
 type scanCmd struct {
@@ -93,6 +112,9 @@ func (c *scanCmd) Run(a *app) error {
 	}
 	store, err := a.sweepStore(pool)
 	if err != nil {
+		return err
+	}
+	if store, cfg, _, err = a.withMoney(pool, store, cfg, c.moneyFlags); err != nil {
 		return err
 	}
 	cfg.Limiter, cfg.Logger, cfg.LeaseFunc = limiter, a.logger.With("component", "sweep"), leaseFunc(pool)

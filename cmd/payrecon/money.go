@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"payrecon"
+	"payrecon/postgres"
+)
+
+// moneyFlags configure the money checks and which findings are recorded
+// (scan, run, config, status).
+type moneyFlags struct {
+	AmountColumn   string `name:"amount-column" env:"PAYRECON_AMOUNT_COLUMN" default:"amount" help:"The payments column holding the amount in minor units (an integer), compared with Stripe's; absent: the amount check is off. payrecon never adds it."`
+	CurrencyColumn string `name:"currency-column" env:"PAYRECON_CURRENCY_COLUMN" default:"currency" help:"The payments column holding the ISO currency code, compared case-insensitively with Stripe's; absent: the currency check is off. payrecon never adds it."`
+	IgnoreKinds    string `name:"ignore-kinds" env:"PAYRECON_IGNORE_KINDS" placeholder:"KINDS" help:"Finding kinds accepted as normal, comma-separated (e.g. partially_refunded): never recorded. An unknown kind is a configuration error."`
+	IntentMetadata string `name:"intent-metadata" placeholder:"KEY=VALUE" help:"Only listed PaymentIntents carrying this metadata are payrecon's: others (made by other systems in the same account) are never missing_locally."`
+}
+
+// ignore parses --ignore-kinds; an unknown kind is a usage error (exit 2).
+func (f moneyFlags) ignore() (map[payrecon.Kind]bool, error) {
+	out := map[payrecon.Kind]bool{}
+	for _, k := range splitList(f.IgnoreKinds) {
+		if !slices.Contains(payrecon.Kinds, payrecon.Kind(k)) {
+			return nil, usageError{fmt.Errorf("--ignore-kinds: %q is not a finding kind (kinds: %s)", k, kindList())}
+		}
+		out[payrecon.Kind(k)] = true
+	}
+	return out, nil
+}
+
+// metadata parses --intent-metadata KEY=VALUE ("" when unset).
+func (f moneyFlags) metadata() (map[string]string, error) {
+	if f.IntentMetadata == "" {
+		return nil, nil
+	}
+	k, v, ok := strings.Cut(f.IntentMetadata, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return nil, usageError{fmt.Errorf("--intent-metadata %q: want KEY=VALUE", f.IntentMetadata)}
+	}
+	return map[string]string{strings.TrimSpace(k): v}, nil
+}
+
+func kindList() string {
+	s := make([]string, len(payrecon.Kinds))
+	for i, k := range payrecon.Kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// ignoredList is --ignore-kinds as shown by config and status.
+func ignoredList(ignore map[payrecon.Kind]bool) string {
+	var out []string
+	for _, k := range payrecon.Kinds {
+		if ignore[k] {
+			out = append(out, string(k))
+		}
+	}
+	if len(out) == 0 {
+		return "(none)"
+	}
+	return strings.Join(out, ",")
+}
+
+// moneyColumns detects the money columns at start and says once in the log
+// which checks are off and why.
+func (a *app) moneyColumns(pool *pgxpool.Pool, f moneyFlags) (postgres.MoneyColumns, error) {
+	cols, err := postgres.DetectMoneyColumns(a.ctx, pool, f.AmountColumn, f.CurrencyColumn)
+	if err != nil {
+		return cols, err
+	}
+	if !cols.Amount {
+		a.logger.Info("amount check off: amount_mismatch is not judged", "amount_column", f.AmountColumn, "why", cols.AmountProblem)
+	}
+	if !cols.Currency {
+		a.logger.Info("currency check off: currency_mismatch is not judged", "currency_column", f.CurrencyColumn, "why", cols.CurrencyProblem)
+	}
+	return cols, nil
+}
+
+// describeMoney says which money column is used, or why not.
+func describeMoney(col string, on bool, problem string) string {
+	if on {
+		return col + " (on)"
+	}
+	return fmt.Sprintf("%s (off: %s)", col, problem)
+}
