@@ -97,7 +97,7 @@ func TestScanMoneyColumnsAndIgnoreKinds(t *testing.T) {
 	r = runCLI(t, env, "status", "--json")
 	var st struct {
 		Columns struct{ Amount, Currency bool } `json:"money_columns"`
-		Ignore  []string                         `json:"ignore_kinds"`
+		Ignore  []string                        `json:"ignore_kinds"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || !st.Columns.Amount || !st.Columns.Currency ||
 		len(st.Ignore) != 1 || st.Ignore[0] != "partially_refunded" {
