@@ -207,49 +207,22 @@ type checkRow struct {
 	RecheckAt     *time.Time `json:"recheck_at"`
 	RecheckReason *string    `json:"recheck_reason"`
 	Err           *string    `json:"err"`
-	// Details is what Stripe returned (stripeDetails), kept with the
+	// Details is what Stripe returned (FindingDetails), kept with the
 	// findings the row opens.
-	Details *stripeDetails   `json:"details"`
+	Details *FindingDetails  `json:"details"`
 	Drifts  []payrecon.Drift `json:"drifts"`
 	Judged  []payrecon.Kind  `json:"judged"`
 }
 
-// stripeDetails is what a finding keeps of what Stripe returned (the
-// findings' details column): the intent's money, its latest charge, and the
-// local money it was compared with. `findings show` and the console read it
-// (amount and currency are the console's "money at stake").
-type stripeDetails struct {
-	Status         string         `json:"status"`
-	Amount         int64          `json:"amount"`
-	AmountReceived int64          `json:"amount_received"`
-	Currency       string         `json:"currency"`
-	Charge         *chargeDetails `json:"charge,omitempty"`
-	LocalAmount    *int64         `json:"local_amount,omitempty"`
-	LocalCurrency  string         `json:"local_currency,omitempty"`
-}
-
-type chargeDetails struct {
-	ID             string    `json:"id"`
-	AmountCaptured int64     `json:"amount_captured"`
-	AmountRefunded int64     `json:"amount_refunded"`
-	Refunded       bool      `json:"refunded"`
-	Disputed       bool      `json:"disputed"`
-	Currency       string    `json:"currency"`
-	Created        time.Time `json:"created"`
-	// ObservedAt is when payrecon read it (the batch's time, or the
-	// webhook's).
-	ObservedAt time.Time `json:"observed_at"`
-}
-
 // detailsOf builds a finding's details from what Stripe returned for the
 // row; nil when nothing was read.
-func detailsOf(in *payrecon.Intent, money *payrecon.LocalMoney, now time.Time) *stripeDetails {
+func detailsOf(in *payrecon.Intent, money *payrecon.LocalMoney, now time.Time) *FindingDetails {
 	if in == nil {
 		return nil
 	}
-	d := &stripeDetails{Status: string(in.Status), Amount: in.Amount, AmountReceived: in.AmountReceived, Currency: in.Currency}
+	d := &FindingDetails{Status: string(in.Status), Amount: in.Amount, AmountReceived: in.AmountReceived, Currency: in.Currency}
 	if c := in.LatestCharge; c.Expanded() {
-		d.Charge = &chargeDetails{ID: c.ID, AmountCaptured: c.AmountCaptured, AmountRefunded: c.AmountRefunded,
+		d.Charge = &ChargeDetails{ID: c.ID, AmountCaptured: c.AmountCaptured, AmountRefunded: c.AmountRefunded,
 			Refunded: c.Refunded, Disputed: c.Disputed, Currency: c.Currency, Created: c.Created, ObservedAt: now}
 	}
 	if money != nil {

@@ -89,3 +89,55 @@ func describeMoney(col string, on bool, problem string) string {
 	}
 	return fmt.Sprintf("%s (off: %s)", col, problem)
 }
+
+// describeStripeMoney says in a line what Stripe said about the money when
+// a finding was recorded: "5,000 JPY captured, 5,000 refunded (seen
+// 2026-11-30 10:00 UTC); the intent asks 5,000, received 5,000".
+func describeStripeMoney(d postgres.FindingDetails) string {
+	cur := strings.ToUpper(d.Currency)
+	asked := fmt.Sprintf("the intent asks %s %s, received %s", thousands(d.Amount), cur, thousands(d.AmountReceived))
+	c := d.Charge
+	if c == nil {
+		return asked + "; no charge"
+	}
+	ccur := strings.ToUpper(c.Currency)
+	s := fmt.Sprintf("%s %s captured", thousands(c.AmountCaptured), ccur)
+	if c.AmountRefunded > 0 {
+		s += fmt.Sprintf(", %s refunded", thousands(c.AmountRefunded))
+		if c.Refunded {
+			s += " (fully)"
+		}
+	}
+	if c.Disputed {
+		s += ", disputed"
+	}
+	s += fmt.Sprintf(" on charge %s, seen %s; %s", c.ID, c.ObservedAt.UTC().Format("2006-01-02 15:04 MST"), asked)
+	return s
+}
+
+// describeLocalMoney says what the row held when the finding was recorded.
+func describeLocalMoney(d postgres.FindingDetails) string {
+	amount := "NULL"
+	if d.LocalAmount != nil {
+		amount = thousands(*d.LocalAmount)
+	}
+	return fmt.Sprintf("%s %s", amount, orDefault(strings.ToUpper(d.LocalCurrency), "(no currency)"))
+}
+
+// thousands writes n with comma separators: 5000 → "5,000".
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

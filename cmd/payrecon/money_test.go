@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -67,6 +68,11 @@ func TestScanMoneyColumnsAndIgnoreKinds(t *testing.T) {
 	}
 	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'partially_refunded'"); n != 1 {
 		t.Errorf("%d partially_refunded findings without the columns, want 1 (the charge is judged)", n)
+	}
+	id := pgtest.Count(t, pool, "SELECT id FROM reconciliation_findings WHERE kind = 'partially_refunded'")
+	r = runCLI(t, b.env, "findings", "show", fmt.Sprint(id))
+	if r.code != 0 || !strings.Contains(r.stdout, "1,000 USD captured, 100 refunded on charge ") {
+		t.Errorf("findings show: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runCLI(t, b.env, "status")
 	if r.code != 0 || !strings.Contains(r.stdout, `amount amount (off: payments has no column "amount")`) {
