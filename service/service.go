@@ -232,6 +232,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	}
 
 	events := postgres.NewEvents(pool, writer, cfg.Clock)
+	events.Ignore = cfg.Sweep.Money.Ignore
 	if cfg.Events.Interval > 0 {
 		src := cfg.EventSource
 		if src == nil {

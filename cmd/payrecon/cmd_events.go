@@ -24,6 +24,7 @@ type eventsCmd struct {
 	RPS      float64       `name:"rps" default:"20" help:"Stripe request budget per second."`
 	Wait     bool          `help:"When another process holds the events lease, wait for it instead of exiting with status 3."`
 	JSON     bool          `help:"Print the summary as JSON."`
+	ignoreFlags
 }
 
 // checkDetectionFlags validates the catch-up and recent-window durations:
@@ -77,6 +78,9 @@ func (c *eventsCmd) Run(a *app) error {
 		"since", c.Since, "rps", c.RPS, "events_interval", c.Interval)
 	// The webhook's processor: the same dedupe, writer and findings.
 	events := postgres.NewEvents(pool, postgres.NewWriter(nil), nil)
+	if events.Ignore, err = c.ignore(); err != nil {
+		return err
+	}
 	caught := events // EVENTS-SOURCE: replace with events.WithSource("events") once it is on main
 	cat := catchup.New(gw, caught, postgres.NewEventCursors(pool), catchup.Config{
 		Interval: c.Interval, Since: c.Since, Limiter: limiter, Logger: a.logger.With("component", "events"),

@@ -16,12 +16,18 @@ import (
 type moneyFlags struct {
 	AmountColumn   string `name:"amount-column" env:"PAYRECON_AMOUNT_COLUMN" default:"amount" help:"The payments column holding the amount in minor units (an integer), compared with Stripe's; absent: the amount check is off. payrecon never adds it."`
 	CurrencyColumn string `name:"currency-column" env:"PAYRECON_CURRENCY_COLUMN" default:"currency" help:"The payments column holding the ISO currency code, compared case-insensitively with Stripe's; absent: the currency check is off. payrecon never adds it."`
-	IgnoreKinds    string `name:"ignore-kinds" env:"PAYRECON_IGNORE_KINDS" placeholder:"KINDS" help:"Finding kinds accepted as normal, comma-separated (e.g. partially_refunded): never recorded. An unknown kind is a configuration error."`
+	ignoreFlags
 	IntentMetadata string `name:"intent-metadata" placeholder:"KEY=VALUE" help:"Only listed PaymentIntents carrying this metadata are payrecon's: others (made by other systems in the same account) are never missing_locally."`
 }
 
+// ignoreFlags name the kinds never recorded (scan, run, events, config,
+// status).
+type ignoreFlags struct {
+	IgnoreKinds string `name:"ignore-kinds" env:"PAYRECON_IGNORE_KINDS" placeholder:"KINDS" help:"Finding kinds accepted as normal, comma-separated (e.g. partially_refunded): never recorded, by the sweep or by webhooks and events. An unknown kind is a configuration error."`
+}
+
 // ignore parses --ignore-kinds; an unknown kind is a usage error (exit 2).
-func (f moneyFlags) ignore() (map[payrecon.Kind]bool, error) {
+func (f ignoreFlags) ignore() (map[payrecon.Kind]bool, error) {
 	out := map[payrecon.Kind]bool{}
 	for _, k := range splitList(f.IgnoreKinds) {
 		if !slices.Contains(payrecon.Kinds, payrecon.Kind(k)) {
