@@ -67,6 +67,7 @@ var Kinds = []Kind{
 	KindRefundedExternally,
 	KindPartiallyRefunded,
 	KindDisputed,
+	KindStuckInFlight,
 }
 
 // Decision is the verdict on one (local status, Stripe status) pair: the

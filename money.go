@@ -45,7 +45,7 @@ func SideKinds() []Kind {
 }
 
 // sideExtra are side kinds that are not money kinds.
-var sideExtra []Kind
+var sideExtra = []Kind{KindStuckInFlight}
 
 // IsMoney reports whether k is one of the money kinds.
 func (k Kind) IsMoney() bool {

@@ -81,6 +81,10 @@ type BatchCommit struct {
 	Now   time.Time
 	// Busy is the time the batch took, for the measured throughput.
 	Busy time.Duration
+	// StuckAfter, when it has limits, makes the commit keep when each row
+	// was first observed in its in-flight status and record
+	// stuck_in_flight past the limit (--stuck-after).
+	StuckAfter StuckAfter
 }
 
 // CommitResult says what a committed batch wrote.

@@ -130,6 +130,12 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrecon.CommitResult, error) {
 	res := payrecon.CommitResult{Opened: map[payrecon.Kind]int{}, Resolved: map[payrecon.Kind]int{}}
 	checks, intents := checkRows(c.Checks, c.Now)
+	stuckStatuses, stuckLimits := []string{}, []time.Duration{}
+	for _, st := range payrecon.StuckStatuses {
+		if d, ok := c.StuckAfter[st]; ok {
+			stuckStatuses, stuckLimits = append(stuckStatuses, string(st)), append(stuckLimits, d)
+		}
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if c.Advance {
 			tag, err := tx.Exec(ctx, queries.Get("commit_cursor"), pgx.StrictNamedArgs{
@@ -148,6 +154,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			"not_found": string(payrecon.NotFound), "changed": payrecon.RecheckChanged,
 			"healed": string(payrecon.ResolvedHealed), "superseded": string(payrecon.ResolvedSuperseded),
 			"side_kinds": kindStrings(payrecon.SideKinds()), "needs_review": string(payrecon.NeedsReview),
+			"stuck_kind": string(payrecon.KindStuckInFlight), "stuck_statuses": stuckStatuses, "stuck_limits": stuckLimits,
 		}).QueryRow(func(row pgx.Row) error {
 			var opened, resolved []string
 			if err := row.Scan(&res.Verified, &res.Stale, &opened, &resolved, &res.Commands); err != nil {

@@ -108,6 +108,10 @@ type Config struct {
 	// every one of these metadata pairs count as payrecon's: others are
 	// never missing_locally (--intent-metadata).
 	IntentMetadata map[string]string
+	// StuckAfter: a row observed continuously in one in-flight status
+	// longer than its limit gets a stuck_in_flight finding (--stuck-after);
+	// nil or empty: off.
+	StuckAfter payrecon.StuckAfter
 }
 
 // DefaultConfig returns the defaults.
@@ -350,14 +354,15 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 	}
 
 	commit := payrecon.BatchCommit{
-		Job:     s.cfg.Job,
-		From:    cur.LastID,
-		Advance: len(rows) > 0,
-		Checks:  checks,
-		Orphans: orphans,
-		Grace:   max(s.cfg.Grace, 0),
-		Now:     s.cfg.Clock.Now(),
-		Busy:    s.cfg.Clock.Now().Sub(start),
+		Job:        s.cfg.Job,
+		From:       cur.LastID,
+		Advance:    len(rows) > 0,
+		Checks:     checks,
+		Orphans:    orphans,
+		Grace:      max(s.cfg.Grace, 0),
+		Now:        s.cfg.Clock.Now(),
+		Busy:       s.cfg.Clock.Now().Sub(start),
+		StuckAfter: s.cfg.StuckAfter,
 	}
 	if len(rows) > 0 {
 		commit.To = rows[len(rows)-1].ID
@@ -637,7 +642,7 @@ func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (Batc
 		s.dropIgnored(&checks[i])
 	}
 	rep.StripeCalls = len(rows)
-	res, err := s.store.CommitBatch(ctx, payrecon.BatchCommit{Job: s.cfg.Job, Checks: checks, Grace: max(s.cfg.Grace, 0), Now: s.cfg.Clock.Now()})
+	res, err := s.store.CommitBatch(ctx, payrecon.BatchCommit{Job: s.cfg.Job, Checks: checks, Grace: max(s.cfg.Grace, 0), Now: s.cfg.Clock.Now(), StuckAfter: s.cfg.StuckAfter})
 	if err != nil {
 		return rep, nil, err
 	}

@@ -86,7 +86,8 @@ func (c *runCmd) Run(a *app) error {
 		"retain_console_samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples)),
 		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)),
 		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn,
-		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"))
+		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"),
+		"stuck_after", cfg.StuckAfter.String())
 	pool, err := a.openMigratedDBWith(int32(c.Workers + c.Concurrency + 8))
 	if err != nil {
 		return err

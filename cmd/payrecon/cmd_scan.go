@@ -26,6 +26,7 @@ type sweepFlags struct {
 	Mode        string        `enum:"retrieve,list,auto" default:"auto" help:"How to ask Stripe: retrieve (one request per row), list (PaymentIntents created in the batch's time window, 100 per request; rows not seen are retrieved), or auto (list when the data makes it cheaper)."`
 	ListSkew    time.Duration `name:"list-skew" default:"1m" help:"List mode: widen each batch's creation-time window by this much for clock skew."`
 	MaxOutage   time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
+	StuckAfter  string        `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
 	moneyFlags
 }
 
@@ -61,6 +62,9 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	}
 	if cfg.IntentMetadata, err = f.metadata(); err != nil {
 		return cfg, err
+	}
+	if cfg.StuckAfter, err = payrecon.ParseStuckAfter(f.StuckAfter); err != nil {
+		return cfg, usageError{err}
 	}
 	return cfg, nil
 }

@@ -26,6 +26,12 @@
 --                {kind, reason}), judged (a JSON array of the side kinds
 --                judged for the row)
 --   @side_kinds  the kinds recorded beside the status verdict
+--   @stuck_statuses, @stuck_limits   the in-flight statuses with a limit
+--                (--stuck-after) and each limit; a verified row observed in
+--                one keeps (or starts) its first observation in
+--                payment_inflight_observations, a verified row seen settled
+--                loses it; past the limit it gets a @stuck_kind finding,
+--                healed when the row is verified and no longer stuck
 --   @needs_review the verdict of a drift's finding
 --   @job, @now   the sweep job, the batch's time
 --   @grace       how long a row that changed during its check waits
@@ -52,6 +58,36 @@ verified AS (
        AND p.status = i.local_status
     RETURNING p.id
 ),
+inflight AS (
+    INSERT INTO payment_inflight_observations AS o (payment_id, stripe_status, first_observed_at)
+    SELECT i.payment_id, i.observed, @now
+      FROM input i
+      JOIN verified v ON v.id = i.payment_id
+     WHERE i.observed = ANY(@stuck_statuses::text[])
+        ON CONFLICT (payment_id) DO UPDATE
+       SET stripe_status = EXCLUDED.stripe_status,
+           first_observed_at = CASE WHEN o.stripe_status = EXCLUDED.stripe_status
+                                    THEN o.first_observed_at ELSE EXCLUDED.first_observed_at END
+    RETURNING o.payment_id, o.stripe_status, o.first_observed_at
+),
+settled AS (
+    DELETE FROM payment_inflight_observations o
+     USING input i
+     WHERE o.payment_id = i.payment_id
+       AND i.observed IS NOT NULL
+       AND NOT (i.observed = ANY(@stuck_statuses::text[]))
+       AND EXISTS (SELECT 1 FROM verified v WHERE v.id = i.payment_id)
+    RETURNING o.payment_id
+),
+stuck AS (
+    SELECT f.payment_id,
+           'observed in ' || f.stripe_status || ' continuously since '
+               || to_char(f.first_observed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"')
+               || ', longer than its limit of ' || l.lim::text AS reason
+      FROM inflight f
+      JOIN unnest(@stuck_statuses::text[], @stuck_limits::interval[]) AS l(status, lim) ON l.status = f.stripe_status
+     WHERE f.first_observed_at + l.lim <= @now
+),
 found AS (
     SELECT i.payment_id, i.kind, i.verdict, i.command, i.reason
       FROM input i
@@ -60,6 +96,9 @@ found AS (
     SELECT i.payment_id, d.kind, @needs_review, NULL, d.reason
       FROM input i
      CROSS JOIN LATERAL json_to_recordset(coalesce(i.drifts, '[]')) AS d(kind text, reason text)
+    UNION ALL
+    SELECT s.payment_id, @stuck_kind, @needs_review, NULL, s.reason
+      FROM stuck s
 ),
 new_findings AS (
     INSERT INTO reconciliation_findings
@@ -85,7 +124,10 @@ resolved AS (
       JOIN verified v ON v.id = i.payment_id
      WHERE f.payment_id = i.payment_id
        AND f.resolved_at IS NULL
-       AND CASE WHEN f.kind = ANY(@side_kinds::text[])
+       AND CASE WHEN f.kind = @stuck_kind
+                THEN cardinality(@stuck_statuses::text[]) > 0
+                     AND NOT EXISTS (SELECT 1 FROM stuck s WHERE s.payment_id = i.payment_id)
+                WHEN f.kind = ANY(@side_kinds::text[])
                 THEN f.kind IN (SELECT json_array_elements_text(coalesce(i.judged, '[]')))
                      AND f.kind NOT IN (SELECT d.kind FROM json_to_recordset(coalesce(i.drifts, '[]')) AS d(kind text, reason text))
                 ELSE i.heals OR (i.kind IS NOT NULL AND f.kind <> i.kind)
