@@ -52,7 +52,8 @@ const (
 	KindMissingLocally Kind = "missing_locally"
 )
 
-// Kinds lists every finding kind in documentation order.
+// Kinds lists every finding kind in documentation order: the status kinds
+// of the decision table, then the money kinds (MoneyKinds).
 var Kinds = []Kind{
 	KindMissedSuccess,
 	KindMissedCancel,
@@ -61,6 +62,12 @@ var Kinds = []Kind{
 	KindMissingExternally,
 	KindMissingLocally,
 	KindUnknownStatus,
+	KindAmountMismatch,
+	KindCurrencyMismatch,
+	KindRefundedExternally,
+	KindPartiallyRefunded,
+	KindDisputed,
+	KindStuckInFlight,
 }
 
 // Decision is the verdict on one (local status, Stripe status) pair: the

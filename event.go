@@ -36,7 +36,43 @@ type EventObject struct {
 	Status string `json:"status,omitempty"`
 	// PaymentIntent is the payment_intent field of a Charge or a Dispute.
 	PaymentIntent string `json:"payment_intent,omitempty"`
+	// The money of a Charge (charge.refunded): what it captured, what has
+	// been refunded, whether fully, whether disputed, and its currency.
+	AmountCaptured int64  `json:"amount_captured,omitempty"`
+	AmountRefunded int64  `json:"amount_refunded,omitempty"`
+	Refunded       bool   `json:"refunded,omitempty"`
+	Disputed       bool   `json:"disputed,omitempty"`
+	Currency       string `json:"currency,omitempty"`
+	// Amount is a Dispute's amount (charge.dispute.created), Charge its
+	// charge's id.
+	Amount int64  `json:"amount,omitempty"`
+	Charge string `json:"charge,omitempty"`
 }
+
+// ChargeFromEvent is the charge a charge.refunded or charge.dispute.created
+// event reports, as the money checks read it (nil for other events): the
+// Charge itself, or for a Dispute a disputed charge with the dispute's
+// amount as captured. Its Created is the event's (or at, when the event
+// has none), so that it counts as read in full.
+func ChargeFromEvent(ev Event, at time.Time) *Charge {
+	created := ev.Created
+	if created.IsZero() {
+		created = at
+	}
+	o := ev.Object
+	switch {
+	case ev.Type == EventChargeRefunded && o.Object == "charge":
+		return &Charge{ID: o.ID, AmountCaptured: o.AmountCaptured, AmountRefunded: o.AmountRefunded,
+			Refunded: o.Refunded, Disputed: o.Disputed, Currency: o.Currency, Created: created}
+	case ev.Type == EventChargeDisputeCreated && o.Object == "dispute":
+		return &Charge{ID: o.Charge, AmountCaptured: o.Amount, Disputed: true, Currency: o.Currency, Created: created}
+	}
+	return nil
+}
+
+// MoneyEventKinds are the kinds a charge event can open: those judged from
+// the charge alone.
+var MoneyEventKinds = []Kind{KindRefundedExternally, KindPartiallyRefunded, KindDisputed}
 
 // IntentID is the PaymentIntent the event is about: data.object's id when it
 // is a PaymentIntent, its payment_intent field when it is a Charge or a
@@ -95,6 +131,7 @@ func ParseEvent(payload []byte) (Event, error) {
 		{"id", raw.ID}, {"type", raw.Type}, {"api_version", raw.APIVersion},
 		{"data.object.id", ev.Object.ID}, {"data.object.object", ev.Object.Object},
 		{"data.object.status", ev.Object.Status}, {"data.object.payment_intent", ev.Object.PaymentIntent},
+		{"data.object.currency", ev.Object.Currency}, {"data.object.charge", ev.Object.Charge},
 	} {
 		if err := checkToken(f.name, f.v); err != nil {
 			return ev, err
@@ -153,6 +190,11 @@ func StatusAfterEvent(eventType string) StripeStatus {
 // OutcomeIgnored is the outcome of an event payrecon records without acting
 // on.
 const OutcomeIgnored = "ignored"
+
+// OutcomeMoneyFinding is the outcome of a charge event that opened a money
+// finding (charge.refunded, charge.dispute.created); the payment is never
+// changed by one.
+const OutcomeMoneyFinding = "money_finding"
 
 // EventResult is what processing one event did.
 type EventResult struct {

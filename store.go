@@ -18,6 +18,10 @@ type PaymentRow struct {
 	Rechecks int `json:"rechecks,omitempty"`
 	// FromRecheck is true when the row came from the recheck queue.
 	FromRecheck bool `json:"from_recheck,omitempty"`
+	// Money is the row's amount and currency, from the columns payments
+	// has (--amount-column, --currency-column); nil when they were not
+	// read, so neither is judged.
+	Money *LocalMoney `json:"money,omitempty"`
 }
 
 // Cursor is the position of a sweep job.
@@ -41,6 +45,16 @@ type Check struct {
 	RecheckReason string
 	// Err says why the row is unverifiable.
 	Err string
+	// Intent is what Stripe returned for the row (nil when it was not read
+	// or not found): kept with the row's findings as their details.
+	Intent *Intent
+	// Drifts are the findings recorded beside the status verdict (money
+	// drifts, stuck_in_flight), each its own finding. Judged lists the
+	// kinds that were judged for the row: an open finding of a judged kind
+	// that is not among Drifts has healed; findings of kinds not judged
+	// (ignored, their column absent, the charge not read) are left alone.
+	Drifts []Drift
+	Judged []Kind
 }
 
 // Read reports whether Stripe's answer about the row was actually read.
@@ -71,6 +85,10 @@ type BatchCommit struct {
 	// lease). The commit checks it in its transaction and writes nothing,
 	// failing with ErrLeaseLost, when the lease has moved on.
 	Fence int64
+	// StuckAfter, when it has limits, makes the commit keep when each row
+	// was first observed in its in-flight status and record
+	// stuck_in_flight past the limit (--stuck-after).
+	StuckAfter StuckAfter
 }
 
 // CommitResult says what a committed batch wrote.

@@ -31,7 +31,7 @@ func TestWebhookHandsTheParsedEventToTheProcessor(t *testing.T) {
 	got := b.events.got()
 	want := payrecon.Event{ID: "evt_1", Type: payrecon.EventPaymentIntentSucceeded, APIVersion: "2019-02-19",
 		Created: created.UTC().Truncate(time.Second),
-		Object:  payrecon.EventObject{ID: intentID(1), Object: "payment_intent", Status: "succeeded"}}
+		Object:  payrecon.EventObject{ID: intentID(1), Object: "payment_intent", Status: "succeeded", Amount: 1000, Currency: "usd"}}
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("processor got %+v, want [%+v]", got, want)
 	}

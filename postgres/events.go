@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +33,8 @@ type Events struct {
 	writer *Writer
 	clock  payrecon.Clock
 	source payrecon.TransitionSource
+	// Ignore lists the kinds never recorded (--ignore-kinds).
+	Ignore map[payrecon.Kind]bool
 }
 
 var _ payrecon.EventProcessor = (*Events)(nil)
@@ -97,6 +100,9 @@ func (e *Events) ProcessEvent(ctx context.Context, ev payrecon.Event) (payrecon.
 func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now time.Time, res *payrecon.EventResult) error {
 	cmd, ok := payrecon.CommandForEvent(ev.Type)
 	if !ok {
+		if charge := payrecon.ChargeFromEvent(ev, now); charge != nil && ev.IntentID() != "" {
+			return e.applyMoney(ctx, tx, ev, charge, now, res)
+		}
 		res.Outcome = payrecon.OutcomeIgnored
 		return nil
 	}
@@ -120,6 +126,61 @@ func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now ti
 	if len(ids) > 0 {
 		res.FindingID = ids[0]
 	}
+	return nil
+}
+
+// applyMoney opens the money findings a charge event shows (a refund, a
+// dispute) on the event's payment at once, with the rules the sweep uses
+// (payrecon.ClassifyMoney, judged from the charge alone), as needs_review
+// findings; it never changes the payment. An intent with no local row is
+// left to the sweep (it may not be payrecon's).
+func (e *Events) applyMoney(ctx context.Context, tx pgx.Tx, ev payrecon.Event, charge *payrecon.Charge, now time.Time, res *payrecon.EventResult) error {
+	var (
+		id     int64
+		status string
+	)
+	err := tx.QueryRow(ctx, queries.Get("payment_status_by_intent"), pgx.StrictNamedArgs{"intent_id": ev.IntentID()}).Scan(&id, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		res.Outcome = string(payrecon.PaymentMissing)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the payment of event %s: %w", ev.ID, err)
+	}
+	res.PaymentID = id
+	in := payrecon.Intent{ID: ev.IntentID(), Currency: charge.Currency, LatestCharge: charge}
+	var drifts []payrecon.Drift
+	for _, d := range payrecon.ClassifyMoney(payrecon.LocalStatus(status), payrecon.LocalMoney{}, in) {
+		if slices.Contains(payrecon.MoneyEventKinds, d.Kind) && !e.Ignore[d.Kind] {
+			drifts = append(drifts, d)
+		}
+	}
+	res.Outcome = payrecon.OutcomeIgnored
+	if len(drifts) == 0 {
+		return nil
+	}
+	details := detailsOf(&in, nil, now)
+	details.Status = ""
+	rows, err := tx.Query(ctx, queries.Get("open_drifts"), pgx.StrictNamedArgs{
+		"payment_id": id, "intent_id": ev.IntentID(), "local_status": status, "drifts": drifts,
+		"verdict": string(payrecon.NeedsReview), "job": "webhook", "details": details, "now": now,
+	})
+	if err != nil {
+		return fmt.Errorf("open money findings of event %s: %w", ev.ID, err)
+	}
+	var (
+		fid  int64
+		kind string
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&fid, &kind}, func() error {
+		if res.FindingID == 0 {
+			res.FindingID = fid
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("open money findings of event %s: %w", ev.ID, err)
+	}
+	res.Outcome = payrecon.OutcomeMoneyFinding
 	return nil
 }
 

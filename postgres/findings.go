@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -31,6 +32,33 @@ type Finding struct {
 	Resolution     *payrecon.Resolution `json:"resolution,omitempty"`
 	ResolvedBy     string               `json:"resolved_by,omitempty"`
 	ResolutionNote string               `json:"resolution_note,omitempty"`
+	// Details is what Stripe returned when the finding was recorded (the
+	// intent's amount, amount_received, currency, its latest charge, and
+	// the local money compared), or nil.
+	Details *FindingDetails `json:"details,omitempty"`
+}
+
+// FindingDetails is a finding's details column as the sweep writes it.
+type FindingDetails struct {
+	Status         string         `json:"status,omitempty"`
+	Amount         int64          `json:"amount"`
+	AmountReceived int64          `json:"amount_received"`
+	Currency       string         `json:"currency"`
+	Charge         *ChargeDetails `json:"charge,omitempty"`
+	LocalAmount    *int64         `json:"local_amount,omitempty"`
+	LocalCurrency  string         `json:"local_currency,omitempty"`
+}
+
+// ChargeDetails is the latest charge as a finding keeps it.
+type ChargeDetails struct {
+	ID             string    `json:"id"`
+	AmountCaptured int64     `json:"amount_captured"`
+	AmountRefunded int64     `json:"amount_refunded"`
+	Refunded       bool      `json:"refunded"`
+	Disputed       bool      `json:"disputed"`
+	Currency       string    `json:"currency"`
+	Created        time.Time `json:"created"`
+	ObservedAt     time.Time `json:"observed_at"`
 }
 
 // Open reports whether the finding is unresolved.
@@ -66,9 +94,16 @@ func NewFindings(pool *pgxpool.Pool, clock payrecon.Clock) *Findings {
 func scanFinding(row pgx.Row) (Finding, error) {
 	var f Finding
 	var resolution *string
+	var details []byte
 	err := row.Scan(&f.ID, &f.PaymentID, &f.IntentID, &f.Kind, &f.Verdict, &f.LocalStatus, &f.ExternalStatus,
 		&f.Reason, &f.RepairCommand, &f.RepairOutcome, &f.Job, &f.DetectedAt, &f.ResolvedAt, &resolution,
-		&f.ResolvedBy, &f.ResolutionNote)
+		&f.ResolvedBy, &f.ResolutionNote, &details)
+	if err == nil && len(details) > 0 {
+		var d FindingDetails
+		if json.Unmarshal(details, &d) == nil {
+			f.Details = &d
+		}
+	}
 	if resolution != nil {
 		r := payrecon.Resolution(*resolution)
 		f.Resolution = &r

@@ -26,6 +26,10 @@ type Store struct {
 	// window, when positive, makes ReadBatch read only the rows created
 	// within it (see Recent).
 	window time.Duration
+	// money, when set, names the local money columns the read queries
+	// (reads, by name) return with each row (WithMoneyColumns).
+	money *MoneyColumns
+	reads map[string]string
 }
 
 var _ payrecon.SweepStore = (*Store)(nil)
@@ -59,9 +63,9 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 	b.Queue(queries.Get("ensure_cursor"), pgx.StrictNamedArgs{"job": job, "now": now})
 	var rows, rechecks []payrecon.PaymentRow
 	found := false
-	read, args := queries.Get("read_batch"), pgx.StrictNamedArgs{"job": job, "limit": limit}
+	read, args := s.read("read_batch"), pgx.StrictNamedArgs{"job": job, "limit": limit}
 	if s.window > 0 {
-		read, args["since"] = queries.Get("read_recent_batch"), now.Add(-s.window)
+		read, args["since"] = s.read("read_recent_batch"), now.Add(-s.window)
 	}
 	b.Queue(read, args).Query(func(rs pgx.Rows) error {
 		for rs.Next() {
@@ -73,8 +77,10 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 				version   *int64
 				created   *time.Time
 				updated   *time.Time
+				amount    *int64
+				currency  *string
 			)
-			if err := rs.Scan(&cur.LastID, &cur.CycleStartedAt, &completed, &id, &intent, &status, &version, &created, &updated); err != nil {
+			if err := rs.Scan(&cur.LastID, &cur.CycleStartedAt, &completed, &id, &intent, &status, &version, &created, &updated, &amount, &currency); err != nil {
 				return err
 			}
 			found = true
@@ -85,19 +91,24 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 				continue
 			}
 			rows = append(rows, payrecon.PaymentRow{ID: *id, IntentID: *intent, Status: payrecon.LocalStatus(*status),
-				Version: *version, CreatedAt: *created, UpdatedAt: *updated})
+				Version: *version, CreatedAt: *created, UpdatedAt: *updated, Money: s.localMoney(amount, currency)})
 		}
 		return rs.Err()
 	})
 	if recheckLimit > 0 {
-		b.Queue(queries.Get("read_rechecks"), pgx.StrictNamedArgs{"job": job, "now": now, "limit": recheckLimit}).Query(func(rs pgx.Rows) error {
+		b.Queue(s.read("read_rechecks"), pgx.StrictNamedArgs{"job": job, "now": now, "limit": recheckLimit}).Query(func(rs pgx.Rows) error {
 			for rs.Next() {
 				r := payrecon.PaymentRow{FromRecheck: true}
-				var status string
-				if err := rs.Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &r.Rechecks); err != nil {
+				var (
+					status   string
+					amount   *int64
+					currency *string
+				)
+				if err := rs.Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &r.Rechecks, &amount, &currency); err != nil {
 					return err
 				}
 				r.Status = payrecon.LocalStatus(status)
+				r.Money = s.localMoney(amount, currency)
 				rechecks = append(rechecks, r)
 			}
 			return rs.Err()
@@ -118,7 +129,13 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 // statement, then the repair delivery hook, all in one transaction.
 func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrecon.CommitResult, error) {
 	res := payrecon.CommitResult{Opened: map[payrecon.Kind]int{}, Resolved: map[payrecon.Kind]int{}}
-	checks, intents := checkRows(c.Checks)
+	checks, intents := checkRows(c.Checks, c.Now)
+	stuckStatuses, stuckLimits := []string{}, []time.Duration{}
+	for _, st := range payrecon.StuckStatuses {
+		if d, ok := c.StuckAfter[st]; ok {
+			stuckStatuses, stuckLimits = append(stuckStatuses, string(st)), append(stuckLimits, d)
+		}
+	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := checkFence(ctx, tx, c.Job, c.Fence); err != nil {
 			return err
@@ -139,6 +156,8 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			"checks": checks, "job": c.Job, "now": c.Now, "grace": c.Grace,
 			"not_found": string(payrecon.NotFound), "changed": payrecon.RecheckChanged,
 			"healed": string(payrecon.ResolvedHealed), "superseded": string(payrecon.ResolvedSuperseded),
+			"side_kinds": kindStrings(payrecon.SideKinds()), "needs_review": string(payrecon.NeedsReview),
+			"stuck_kind": string(payrecon.KindStuckInFlight), "stuck_statuses": stuckStatuses, "stuck_limits": stuckLimits,
 		}).QueryRow(func(row pgx.Row) error {
 			var opened, resolved []string
 			if err := row.Scan(&res.Verified, &res.Stale, &opened, &resolved, &res.Commands); err != nil {
@@ -198,11 +217,41 @@ type checkRow struct {
 	RecheckAt     *time.Time `json:"recheck_at"`
 	RecheckReason *string    `json:"recheck_reason"`
 	Err           *string    `json:"err"`
+	// Details is what Stripe returned (FindingDetails), kept with the
+	// findings the row opens.
+	Details *FindingDetails  `json:"details"`
+	Drifts  []payrecon.Drift `json:"drifts"`
+	Judged  []payrecon.Kind  `json:"judged"`
+}
+
+// detailsOf builds a finding's details from what Stripe returned for the
+// row; nil when nothing was read.
+func detailsOf(in *payrecon.Intent, money *payrecon.LocalMoney, now time.Time) *FindingDetails {
+	if in == nil {
+		return nil
+	}
+	d := &FindingDetails{Status: string(in.Status), Amount: in.Amount, AmountReceived: in.AmountReceived, Currency: in.Currency}
+	if c := in.LatestCharge; c.Expanded() {
+		d.Charge = &ChargeDetails{ID: c.ID, AmountCaptured: c.AmountCaptured, AmountRefunded: c.AmountRefunded,
+			Refunded: c.Refunded, Disputed: c.Disputed, Currency: c.Currency, Created: c.Created, ObservedAt: now}
+	}
+	if money != nil {
+		d.LocalAmount, d.LocalCurrency = money.Amount, money.Currency
+	}
+	return d
+}
+
+func kindStrings(kinds []payrecon.Kind) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k)
+	}
+	return out
 }
 
 // checkRows turns a batch's checks into commit_checks.sql's rows, and lists
 // their PaymentIntent ids (resolve_orphans.sql).
-func checkRows(checks []payrecon.Check) ([]checkRow, []string) {
+func checkRows(checks []payrecon.Check, now time.Time) ([]checkRow, []string) {
 	rows, intents := make([]checkRow, len(checks)), make([]string, len(checks))
 	for i, ch := range checks {
 		rows[i] = checkRow{
@@ -211,6 +260,7 @@ func checkRows(checks []payrecon.Check) ([]checkRow, []string) {
 			Verdict: string(ch.Decision.Verdict), Kind: optional(string(ch.Decision.Kind)),
 			Command: optional(string(ch.Decision.Command)), Reason: ch.Decision.Reason,
 			Heals: ch.Decision.Verdict == payrecon.InSync, Err: optional(ch.Err),
+			Details: detailsOf(ch.Intent, ch.Row.Money, now), Drifts: ch.Drifts, Judged: ch.Judged,
 		}
 		if !ch.RecheckAt.IsZero() {
 			t, reason := ch.RecheckAt, ch.RecheckReason

@@ -61,8 +61,13 @@ type Config struct {
 	// Console tunes the console; its Password, Read, Actions, Logger, Clock
 	// and StripeHealthFunc are set by the service.
 	Console console.Config
-	// Sweep configures the continuous sweep.
+	// Sweep configures the continuous sweep; its Money checks (and
+	// Money.Ignore, which the webhook's findings obey too) come from the
+	// caller.
 	Sweep sweep.Config
+	// MoneyColumns are the local money columns the sweep reads
+	// (postgres.DetectMoneyColumns); zero: none.
+	MoneyColumns postgres.MoneyColumns
 	// Events configures the events catch-up, which runs only when
 	// Events.Interval is positive; its Limiter (the sweep's), Clock, Logger,
 	// LeaseFunc and Registerer are set by the service.
@@ -196,6 +201,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 
 	store := postgres.NewStore(pool)
 	store.EnqueueFunc = rl.EnqueueFunc()
+	if cfg.MoneyColumns.Amount || cfg.MoneyColumns.Currency {
+		store = store.WithMoneyColumns(cfg.MoneyColumns)
+	}
 	sc := cfg.Sweep
 	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
 	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
@@ -231,6 +239,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	}
 
 	events := postgres.NewEvents(pool, writer, cfg.Clock)
+	events.Ignore = cfg.Sweep.Money.Ignore
 	if cfg.Events.Interval > 0 {
 		src := cfg.EventSource
 		if src == nil {

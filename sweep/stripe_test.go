@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -319,10 +320,56 @@ func TestListAndRetrieveModesAgree(t *testing.T) {
 			}
 			batch := 20 + rng.IntN(100)
 
+			// Money: random amounts on both sides, refunds and disputes, so
+			// that every money kind occurs and both modes must agree on them.
+			type money struct {
+				local, asked, received, refunded int64
+				localCur, cur                    string
+				disputed                         bool
+			}
+			monies := make([]money, n)
+			for i := range monies {
+				m := money{local: 1000 + int64(rng.IntN(3)), asked: 1000 + int64(rng.IntN(3)), localCur: "usd", cur: "usd"}
+				m.received = m.asked - int64(rng.IntN(2))
+				if rng.IntN(5) == 0 {
+					m.localCur = "JPY"
+				}
+				if rows[i].stripe == payrecon.IntentSucceeded {
+					m.refunded = []int64{0, 0, 1, m.received}[rng.IntN(4)]
+					m.disputed = rng.IntN(6) == 0
+				}
+				monies[i] = m
+			}
+			// The first five rows carry one money kind each, so that every
+			// kind is in every sample.
+			for i, m := range []money{
+				{local: 999, asked: 1000, received: 1000, localCur: "usd", cur: "usd"},
+				{local: 1000, asked: 1000, received: 1000, localCur: "eur", cur: "usd"},
+				{local: 1000, asked: 1000, received: 1000, refunded: 1000, localCur: "usd", cur: "usd"},
+				{local: 1000, asked: 1000, received: 1000, refunded: 10, localCur: "usd", cur: "usd"},
+				{local: 1000, asked: 1000, received: 1000, disputed: true, localCur: "USD", cur: "usd"},
+			} {
+				rows[i].local, rows[i].stripe, monies[i] = payrecon.StatusPaid, payrecon.IntentSucceeded, m
+			}
+
 			results := map[sweep.Mode][]string{}
 			for _, mode := range []sweep.Mode{sweep.ModeRetrieve, sweep.ModeList, sweep.ModeAuto} {
 				b := setupSim(t, rows, orphans, stripesim.Faults{})
-				rep, err := b.sweeper(sweep.Config{Batch: batch, Mode: mode}).RunCycle(context.Background(), nil)
+				pgtest.Exec(t, b.pool, "ALTER TABLE payments ADD COLUMN amount bigint, ADD COLUMN currency text")
+				for i, r := range rows {
+					m := monies[i]
+					pgtest.Exec(t, b.pool, "UPDATE payments SET amount = $2, currency = $3 WHERE id = $1", b.ids[i], m.local, m.localCur)
+					if r.stripe != "" {
+						b.sim.Put(stripesim.Intent{ID: fmt.Sprintf("pi_sim_%06d", i), Status: r.stripe, Created: r.stripeCreat,
+							Amount: m.asked, AmountReceived: m.received, Currency: m.cur, AmountRefunded: m.refunded, Disputed: m.disputed})
+					}
+				}
+				cols, err := postgres.DetectMoneyColumns(context.Background(), b.pool, "amount", "currency")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b.store = b.store.WithMoneyColumns(cols)
+				rep, err := b.sweeper(sweep.Config{Batch: batch, Mode: mode, Money: cols.Checks(nil)}).RunCycle(context.Background(), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -343,6 +390,11 @@ func TestListAndRetrieveModesAgree(t *testing.T) {
 				}
 				t.Logf("%s: %d Stripe requests for %d rows", mode, rep.StripeCalls, n)
 			}
+			for _, k := range payrecon.MoneyKinds {
+				if !strings.Contains(fmt.Sprint(results[sweep.ModeRetrieve]), " "+string(k)+" ") {
+					t.Errorf("no %s finding in the sample: the property says nothing about it", k)
+				}
+			}
 			for _, mode := range []sweep.Mode{sweep.ModeList, sweep.ModeAuto} {
 				if fmt.Sprint(results[mode]) != fmt.Sprint(results[sweep.ModeRetrieve]) {
 					t.Errorf("%s mode disagrees with retrieve mode:\n%v\nvs\n%v", mode, results[mode], results[sweep.ModeRetrieve])
@@ -357,7 +409,7 @@ func TestListAndRetrieveModesAgree(t *testing.T) {
 func snapshot(t *testing.T, b *simBundle) []string {
 	t.Helper()
 	rows, err := b.pool.Query(context.Background(), `
-		SELECT 'F ' || p.stripe_payment_intent_id || ' ' || f.kind || ' ' || coalesce(f.external_status, '-')
+		SELECT 'F ' || p.stripe_payment_intent_id || ' ' || f.kind || ' ' || coalesce(f.external_status, '-') || ' ' || coalesce((f.details #- '{charge,observed_at}')::text, '-')
 		  FROM reconciliation_findings f JOIN payments p ON p.id = f.payment_id
 		UNION ALL
 		SELECT 'O ' || stripe_payment_intent_id || ' ' || coalesce(observed_external_status, '-') FROM payments`)

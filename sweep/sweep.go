@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -104,6 +105,19 @@ type Config struct {
 	SleepFunc func(ctx context.Context, d time.Duration) error
 	// Registerer receives the sweep's metrics; nil leaves them unregistered.
 	Registerer prometheus.Registerer
+	// Money says which money checks run beside the status verdict: the
+	// local columns payments has (postgres.Store.UseMoneyColumns) and the
+	// kinds an operator ignores. The zero value judges the charge (refunds,
+	// disputes) but no local amount or currency.
+	Money payrecon.MoneyChecks
+	// IntentMetadata, when set, makes only listed PaymentIntents carrying
+	// every one of these metadata pairs count as payrecon's: others are
+	// never missing_locally (--intent-metadata).
+	IntentMetadata map[string]string
+	// StuckAfter: a row observed continuously in one in-flight status
+	// longer than its limit gets a stuck_in_flight finding (--stuck-after);
+	// nil or empty: off.
+	StuckAfter payrecon.StuckAfter
 }
 
 // DefaultConfig returns the defaults.
@@ -362,15 +376,16 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 	}
 
 	commit := payrecon.BatchCommit{
-		Job:     s.cfg.Job,
-		From:    cur.LastID,
-		Advance: len(rows) > 0,
-		Checks:  checks,
-		Orphans: orphans,
-		Grace:   max(s.cfg.Grace, 0),
-		Now:     s.cfg.Clock.Now(),
-		Busy:    s.cfg.Clock.Now().Sub(start),
-		Fence:   s.fence.Load(),
+		Job:        s.cfg.Job,
+		From:       cur.LastID,
+		Advance:    len(rows) > 0,
+		Checks:     checks,
+		Orphans:    orphans,
+		Grace:      max(s.cfg.Grace, 0),
+		Now:        s.cfg.Clock.Now(),
+		Busy:       s.cfg.Clock.Now().Sub(start),
+		StuckAfter: s.cfg.StuckAfter,
+		Fence:      s.fence.Load(),
 	}
 	if len(rows) > 0 {
 		commit.To = rows[len(rows)-1].ID
@@ -470,12 +485,15 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 		}
 	}
 
+	orphans = s.keepOrphans(orphans, listed)
+
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.Concurrency)
 	for _, i := range need {
 		if in, ok := listed[rows[i].IntentID]; ok && in.Status != "" {
 			checks[i].Observed = in.Status
 			checks[i].Decision = payrecon.Classify(rows[i].Status, in.Status)
+			s.judgeMoney(&checks[i], in)
 			continue
 		}
 		calls++
@@ -489,7 +507,49 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 		}
 		return nil, nil, calls, err
 	}
+	for i := range checks {
+		s.dropIgnored(&checks[i])
+	}
 	return checks, orphans, calls, nil
+}
+
+// dropIgnored removes the kinds an operator ignores (--ignore-kinds) from a
+// check: its status kind (and any repair with it) is not recorded; the
+// verdict stays. Ignored money kinds are never judged (MoneyChecks).
+func (s *Sweeper) dropIgnored(c *payrecon.Check) {
+	if k := c.Decision.Kind; k != "" && s.cfg.Money.Ignore[k] {
+		c.Decision.Kind, c.Decision.Command = "", ""
+	}
+}
+
+// keepOrphans drops the orphans that are not payrecon's: all of them when
+// missing_locally is ignored, and those whose intent lacks the
+// --intent-metadata pairs.
+func (s *Sweeper) keepOrphans(orphans []payrecon.Orphan, listed map[string]payrecon.Intent) []payrecon.Orphan {
+	if s.cfg.Money.Ignore[payrecon.KindMissingLocally] {
+		return nil
+	}
+	if len(s.cfg.IntentMetadata) == 0 {
+		return orphans
+	}
+	out := orphans[:0]
+	for _, o := range orphans {
+		if IntentIsOurs(listed[o.IntentID], s.cfg.IntentMetadata) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// IntentIsOurs reports whether the intent carries every metadata pair of
+// want (--intent-metadata); any intent does when want is empty.
+func IntentIsOurs(in payrecon.Intent, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := in.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time) error {
@@ -520,7 +580,33 @@ func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time
 		return nil
 	}
 	c.Decision = payrecon.Classify(c.Row.Status, c.Observed)
+	if c.Observed != payrecon.NotFound {
+		s.judgeMoney(c, intent)
+	}
 	return nil
+}
+
+// judgeMoney runs the money checks on a row whose PaymentIntent was read:
+// the kinds judged (those not ignored, whose local column was read, and
+// whose charge was expanded) and the drifts among them.
+func (s *Sweeper) judgeMoney(c *payrecon.Check, in payrecon.Intent) {
+	c.Intent = &in
+	mc := s.cfg.Money
+	var money payrecon.LocalMoney
+	if c.Row.Money != nil {
+		money = *c.Row.Money
+	} else {
+		mc.Amount, mc.Currency = false, false
+	}
+	c.Judged = mc.Evaluated(in)
+	if len(c.Judged) == 0 {
+		return
+	}
+	for _, d := range payrecon.ClassifyMoney(c.Row.Status, money, in) {
+		if slices.Contains(c.Judged, d.Kind) {
+			c.Drifts = append(c.Drifts, d)
+		}
+	}
 }
 
 func (s *Sweeper) limiterSuccess() {
@@ -575,8 +661,11 @@ func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (Batc
 	if err := g.Wait(); err != nil {
 		return rep, nil, err
 	}
+	for i := range checks {
+		s.dropIgnored(&checks[i])
+	}
 	rep.StripeCalls = len(rows)
-	res, err := s.store.CommitBatch(ctx, payrecon.BatchCommit{Job: s.cfg.Job, Checks: checks, Grace: max(s.cfg.Grace, 0), Now: s.cfg.Clock.Now()})
+	res, err := s.store.CommitBatch(ctx, payrecon.BatchCommit{Job: s.cfg.Job, Checks: checks, Grace: max(s.cfg.Grace, 0), Now: s.cfg.Clock.Now(), StuckAfter: s.cfg.StuckAfter})
 	if err != nil {
 		return rep, nil, err
 	}

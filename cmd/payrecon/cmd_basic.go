@@ -38,7 +38,7 @@ func (c *versionCmd) Run(a *app) error {
 }
 
 type classifyCmd struct {
-	Table  bool   `help:"Print the whole decision table (Markdown; the README carries the same table)."`
+	Table  bool   `help:"Print the whole decision table, then the money rules (Markdown; the README carries the same tables)."`
 	JSON   bool   `help:"Print JSON."`
 	Local  string `arg:"" optional:"" help:"Local status: pending, paid or failed."`
 	Stripe string `arg:"" optional:"" help:"Stripe PaymentIntent status, or not_found."`
@@ -74,6 +74,7 @@ func (c *classifyCmd) Run(a *app) error {
 		return a.printJSON(payrecon.DecisionTable())
 	}
 	fmt.Fprint(a.stdout, payrecon.FormatDecisionTable())
+	fmt.Fprint(a.stdout, "\n", payrecon.FormatMoneyTable())
 	return nil
 }
 
@@ -86,9 +87,17 @@ type configCmd struct {
 	retainFlags
 	notifyFlags
 	PruneInterval time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often run deletes history past its retention."`
+	moneyFlags
 }
 
 func (c *configCmd) Run(a *app) error {
+	ignore, err := c.moneyFlags.ignore()
+	if err != nil {
+		return err
+	}
+	if _, err := c.moneyFlags.metadata(); err != nil {
+		return err
+	}
 	cfg := []struct{ Key, Source, Value string }{
 		{"database_url", "DATABASE_URL / --database-url", redact.URL(a.cli.DatabaseURL)},
 		{"stripe_secret_key", "STRIPE_SECRET_KEY / --stripe-secret-key", redactSecret(c.StripeSecretKey)},
@@ -108,6 +117,10 @@ func (c *configCmd) Run(a *app) error {
 		{"prune_interval", "PAYRECON_PRUNE_INTERVAL / --prune-interval", c.PruneInterval.String()},
 		{"notify_url", "PAYRECON_NOTIFY_URL / --notify-url", redact.URL(c.NotifyURL)},
 		{"notify_secret", "PAYRECON_NOTIFY_SECRET / --notify-secret", redactSecret(c.NotifySecret)},
+		{"amount_column", "PAYRECON_AMOUNT_COLUMN / --amount-column", c.AmountColumn + " (used when payments has it; `status` says whether it does)"},
+		{"currency_column", "PAYRECON_CURRENCY_COLUMN / --currency-column", c.CurrencyColumn + " (used when payments has it; `status` says whether it does)"},
+		{"ignore_kinds", "PAYRECON_IGNORE_KINDS / --ignore-kinds", ignoredList(ignore)},
+		{"intent_metadata", "--intent-metadata", orDefault(c.IntentMetadata, "(any: every listed intent is payrecon's)")},
 	}
 	if c.JSON {
 		m := map[string]string{}

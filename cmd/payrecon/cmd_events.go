@@ -26,6 +26,7 @@ type eventsCmd struct {
 	JSON     bool          `help:"Print the summary as JSON."`
 	notifyFlags
 	leaseTimeoutFlag
+	ignoreFlags
 }
 
 // checkDetectionFlags validates the catch-up and recent-window durations:
@@ -90,6 +91,9 @@ func (c *eventsCmd) Run(a *app) error {
 		return err
 	}
 	events := postgres.NewEvents(pool, writer, nil)
+	if events.Ignore, err = c.ignore(); err != nil {
+		return err
+	}
 	caught := events.WithSource(payrecon.SourceEvents)
 	cat := catchup.New(gw, caught, postgres.NewEventCursors(pool), catchup.Config{
 		Interval: c.Interval, Since: c.Since, Limiter: limiter, Logger: a.logger.With("component", "events"),

@@ -186,6 +186,12 @@ func printFinding(a *app, d findingDetail) {
 	fmt.Fprintf(tw, "why\t%s\n", orDefault(f.Reason, "—"))
 	fmt.Fprintf(tw, "detected\t%s (%s) by %s\n", f.DetectedAt.UTC().Format(time.RFC3339), ago(now, f.DetectedAt), orDefault(f.Job, "—"))
 	fmt.Fprintf(tw, "at detection\tlocal %s, Stripe %s\n", f.LocalStatus, orDefault(f.ExternalStatus, "(no such PaymentIntent)"))
+	if f.Details != nil {
+		fmt.Fprintf(tw, "Stripe\t%s\n", describeStripeMoney(*f.Details))
+		if f.Details.LocalAmount != nil || f.Details.LocalCurrency != "" {
+			fmt.Fprintf(tw, "local money\t%s\n", describeLocalMoney(*f.Details))
+		}
+	}
 	if f.Open() {
 		fmt.Fprintf(tw, "state\topen\n")
 	} else {

@@ -88,13 +88,21 @@ func (c *runCmd) Run(a *app) error {
 		"retain_webhook_events", postgres.FormatRetention(time.Duration(c.RetainWebhookEvents)),
 		"retain_river_jobs", postgres.FormatRetention(time.Duration(c.RetainRiverJobs)),
 		"retain_console_samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples)),
-		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)))
+		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)),
+		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn,
+		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"),
+		"stuck_after", cfg.StuckAfter.String())
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
 	pool, err := a.openMigratedDBWith(int32(c.Workers + c.Concurrency + 8))
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	cols, err := a.moneyColumns(pool, c.moneyFlags)
+	if err != nil {
+		return err
+	}
+	cfg.Money = cols.Checks(cfg.Money.Ignore)
 	recent := c.Recent
 	if c.RecentInterval == 0 {
 		recent = 0
@@ -104,6 +112,7 @@ func (c *runCmd) Run(a *app) error {
 		AdminAddr:       c.AdminAddr,
 		ConsolePassword: password,
 		Sweep:           cfg,
+		MoneyColumns:    cols,
 		Events:          catchup.Config{Interval: c.EventsInterval},
 		RecentWindow:    recent,
 		RecentInterval:  c.RecentInterval,

@@ -28,6 +28,8 @@ type sweepFlags struct {
 	MaxOutage   time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
 	// LeaseTimeout is shared with the events catch-up (leaseTimeoutFlag).
 	leaseTimeoutFlag
+	StuckAfter string `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
+	moneyFlags
 }
 
 // leaseTimeoutFlag is --lease-timeout (scan, run, events).
@@ -73,7 +75,28 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	if f.Grace == 0 {
 		cfg.Grace = -1 // --grace 0: no window (a zero Config field would mean the default)
 	}
+	if cfg.Money.Ignore, err = f.ignore(); err != nil {
+		return cfg, err
+	}
+	if cfg.IntentMetadata, err = f.metadata(); err != nil {
+		return cfg, err
+	}
+	if cfg.StuckAfter, err = payrecon.ParseStuckAfter(f.StuckAfter); err != nil {
+		return cfg, usageError{err}
+	}
 	return cfg, nil
+}
+
+// withMoney detects the money columns (logging once which checks are off)
+// and returns the store that reads them and the sweep configuration that
+// judges them.
+func (a *app) withMoney(pool *pgxpool.Pool, store *postgres.Store, cfg sweep.Config, f moneyFlags) (*postgres.Store, sweep.Config, postgres.MoneyColumns, error) {
+	cols, err := a.moneyColumns(pool, f)
+	if err != nil {
+		return nil, cfg, cols, err
+	}
+	cfg.Money = cols.Checks(cfg.Money.Ignore)
+	return store.WithMoneyColumns(cols), cfg, cols, nil
 }
 
 type scanCmd struct {
@@ -111,6 +134,9 @@ func (c *scanCmd) Run(a *app) error {
 	}
 	store, err := a.sweepStore(pool)
 	if err != nil {
+		return err
+	}
+	if store, cfg, _, err = a.withMoney(pool, store, cfg, c.moneyFlags); err != nil {
 		return err
 	}
 	cfg.Limiter, cfg.Logger, cfg.LeaseFunc = limiter, a.logger.With("component", "sweep"), leaseFunc(pool, c.LeaseTimeout)

@@ -14,9 +14,22 @@ import (
 type statusCmd struct {
 	Estimate bool `help:"Use PostgreSQL's row estimate instead of count(*) (instant on very large tables)."`
 	JSON     bool `help:"Print JSON."`
+	moneyFlags
+}
+
+// moneyStatus is what status says about the money checks: which local
+// columns are compared (from the catalogue, as run detects them) and which
+// kinds are ignored.
+type moneyStatus struct {
+	Columns     postgres.MoneyColumns `json:"money_columns"`
+	IgnoreKinds []payrecon.Kind       `json:"ignore_kinds"`
 }
 
 func (c *statusCmd) Run(a *app) error {
+	ignore, err := c.moneyFlags.ignore()
+	if err != nil {
+		return err
+	}
 	pool, err := a.openMigratedDB()
 	if err != nil {
 		return err
@@ -32,11 +45,34 @@ func (c *statusCmd) Run(a *app) error {
 		return err
 	}
 	st.Notifications = &q
+	cols, err := postgres.DetectMoneyColumns(a.ctx, pool, c.AmountColumn, c.CurrencyColumn)
+	if err != nil {
+		return err
+	}
+	ms := moneyStatus{Columns: cols, IgnoreKinds: []payrecon.Kind{}}
+	for _, k := range payrecon.Kinds {
+		if ignore[k] {
+			ms.IgnoreKinds = append(ms.IgnoreKinds, k)
+		}
+	}
 	if c.JSON {
-		return a.printJSON(st)
+		return a.printJSON(struct {
+			postgres.Status
+			moneyStatus
+		}{st, ms})
 	}
 	printStatus(a.stdout, st)
+	printMoneyStatus(a.stdout, ms, ignore)
 	return nil
+}
+
+func printMoneyStatus(w io.Writer, ms moneyStatus, ignore map[payrecon.Kind]bool) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "money checks\tamount %s, currency %s\n",
+		describeMoney(ms.Columns.AmountColumn, ms.Columns.Amount, ms.Columns.AmountProblem),
+		describeMoney(ms.Columns.CurrencyColumn, ms.Columns.Currency, ms.Columns.CurrencyProblem))
+	fmt.Fprintf(tw, "ignored kinds\t%s\n", ignoredList(ignore))
+	_ = tw.Flush()
 }
 
 func ago(now, t time.Time) string {

@@ -4,9 +4,14 @@
 --                for rows Stripe was read for AND whose local row is still
 --                the one that was classified (same status and version);
 --   new_findings one open finding per (payment, kind), deduplicated by the
---                partial unique index;
---   resolved     open findings of verified rows that are now in sync (healed)
---                or show another kind of drift (superseded);
+--                partial unique index: the status verdict's kind, and beside
+--                it each drift (money kinds, stuck_in_flight) as its own
+--                finding; each keeps what Stripe returned (details);
+--   resolved     open status findings of verified rows that are now in sync
+--                (healed) or show another kind of drift (superseded); open
+--                side findings (@side_kinds) of a kind judged again and not
+--                found (healed); side findings are never superseded by the
+--                status verdict, nor status findings by a drift;
 --   commands     a repair command in the outbox for each NEW repairable
 --                finding only;
 --   rechecks     unverifiable, grace-window and changed rows are queued for
@@ -15,8 +20,19 @@
 --   @checks      the batch's rows, a JSON array of objects (postgres.checkRow):
 --                payment_id, version, intent_id, local_status, observed
 --                (NULL: Stripe not read), verdict, kind, command, reason,
---                heals (the row is in sync: its open findings heal),
---                recheck_at and recheck_reason (queue it), err
+--                heals (the row is in sync: its open status findings heal),
+--                recheck_at and recheck_reason (queue it), err, details
+--                (what Stripe returned, or NULL), drifts (a JSON array of
+--                {kind, reason}), judged (a JSON array of the side kinds
+--                judged for the row)
+--   @side_kinds  the kinds recorded beside the status verdict
+--   @stuck_statuses, @stuck_limits   the in-flight statuses with a limit
+--                (--stuck-after) and each limit; a verified row observed in
+--                one keeps (or starts) its first observation in
+--                payment_inflight_observations, a verified row seen settled
+--                loses it; past the limit it gets a @stuck_kind finding,
+--                healed when the row is verified and no longer stuck
+--   @needs_review the verdict of a drift's finding
 --   @job, @now   the sweep job, the batch's time
 --   @grace       how long a row that changed during its check waits
 --   @not_found   the observation of a 404 (stored, but never as a finding's
@@ -28,7 +44,8 @@ WITH input AS (
       FROM json_to_recordset(@checks::json) AS t(
            payment_id bigint, version bigint, intent_id text, local_status text, observed text,
            verdict text, kind text, command text, reason text, heals boolean,
-           recheck_at timestamptz, recheck_reason text, err text)
+           recheck_at timestamptz, recheck_reason text, err text,
+           details jsonb, drifts json, judged json)
 ),
 verified AS (
     UPDATE payments p
@@ -41,29 +58,80 @@ verified AS (
        AND p.status = i.local_status
     RETURNING p.id
 ),
+inflight AS (
+    INSERT INTO payment_inflight_observations AS o (payment_id, stripe_status, first_observed_at)
+    SELECT i.payment_id, i.observed, @now
+      FROM input i
+      JOIN verified v ON v.id = i.payment_id
+     WHERE i.observed = ANY(@stuck_statuses::text[])
+        ON CONFLICT (payment_id) DO UPDATE
+       SET stripe_status = EXCLUDED.stripe_status,
+           first_observed_at = CASE WHEN o.stripe_status = EXCLUDED.stripe_status
+                                    THEN o.first_observed_at ELSE EXCLUDED.first_observed_at END
+    RETURNING o.payment_id, o.stripe_status, o.first_observed_at
+),
+settled AS (
+    DELETE FROM payment_inflight_observations o
+     USING input i
+     WHERE o.payment_id = i.payment_id
+       AND i.observed IS NOT NULL
+       AND NOT (i.observed = ANY(@stuck_statuses::text[]))
+       AND EXISTS (SELECT 1 FROM verified v WHERE v.id = i.payment_id)
+    RETURNING o.payment_id
+),
+stuck AS (
+    SELECT f.payment_id,
+           'observed in ' || f.stripe_status || ' continuously since '
+               || to_char(f.first_observed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI "UTC"')
+               || ', longer than its limit of ' || l.lim::text AS reason
+      FROM inflight f
+      JOIN unnest(@stuck_statuses::text[], @stuck_limits::interval[]) AS l(status, lim) ON l.status = f.stripe_status
+     WHERE f.first_observed_at + l.lim <= @now
+),
+found AS (
+    SELECT i.payment_id, i.kind, i.verdict, i.command, i.reason
+      FROM input i
+     WHERE i.kind IS NOT NULL
+    UNION ALL
+    SELECT i.payment_id, d.kind, @needs_review, NULL, d.reason
+      FROM input i
+     CROSS JOIN LATERAL json_to_recordset(coalesce(i.drifts, '[]')) AS d(kind text, reason text)
+    UNION ALL
+    SELECT s.payment_id, @stuck_kind, @needs_review, NULL, s.reason
+      FROM stuck s
+),
 new_findings AS (
     INSERT INTO reconciliation_findings
            (payment_id, stripe_payment_intent_id, kind, verdict, local_status, external_status,
-            repair_command, reason, job, detected_at)
-    SELECT i.payment_id, i.intent_id, i.kind, i.verdict, i.local_status,
-           nullif(i.observed, @not_found), i.command, i.reason, @job, @now
-      FROM input i
-      JOIN verified v ON v.id = i.payment_id
-     WHERE i.kind IS NOT NULL
+            repair_command, reason, job, detected_at, details)
+    SELECT i.payment_id, i.intent_id, f.kind, f.verdict, i.local_status,
+           nullif(i.observed, @not_found), f.command, f.reason, @job, @now, i.details
+      FROM found f
+      JOIN input i ON i.payment_id = f.payment_id
+      JOIN verified v ON v.id = f.payment_id
         ON CONFLICT (payment_id, kind) WHERE resolved_at IS NULL DO NOTHING
     RETURNING id, payment_id, kind, repair_command
 ),
 resolved AS (
     UPDATE reconciliation_findings f
        SET resolved_at = @now,
-           resolution = CASE WHEN i.kind IS NULL THEN @healed ELSE @superseded END,
+           resolution = CASE WHEN f.kind = ANY(@side_kinds::text[]) OR i.kind IS NULL THEN @healed ELSE @superseded END,
            resolved_by = 'sweep:' || @job,
-           resolution_note = 'seen as ' || i.verdict || ' (' || i.local_status || ' / ' || i.observed || ')'
+           resolution_note = CASE WHEN f.kind = ANY(@side_kinds::text[])
+                                  THEN 'no longer seen (' || i.local_status || ' / ' || i.observed || ')'
+                                  ELSE 'seen as ' || i.verdict || ' (' || i.local_status || ' / ' || i.observed || ')' END
       FROM input i
       JOIN verified v ON v.id = i.payment_id
      WHERE f.payment_id = i.payment_id
        AND f.resolved_at IS NULL
-       AND (i.heals OR (i.kind IS NOT NULL AND f.kind <> i.kind))
+       AND CASE WHEN f.kind = @stuck_kind
+                THEN cardinality(@stuck_statuses::text[]) > 0
+                     AND NOT EXISTS (SELECT 1 FROM stuck s WHERE s.payment_id = i.payment_id)
+                WHEN f.kind = ANY(@side_kinds::text[])
+                THEN f.kind IN (SELECT json_array_elements_text(coalesce(i.judged, '[]')))
+                     AND f.kind NOT IN (SELECT d.kind FROM json_to_recordset(coalesce(i.drifts, '[]')) AS d(kind text, reason text))
+                ELSE i.heals OR (i.kind IS NOT NULL AND f.kind <> i.kind)
+           END
     RETURNING f.id, f.kind
 ),
 commands AS (

@@ -9,7 +9,7 @@
 SELECT id, payment_id, coalesce(stripe_payment_intent_id, ''), kind, verdict, local_status,
        coalesce(external_status, ''), reason, coalesce(repair_command, ''), coalesce(repair_outcome, ''),
        coalesce(job, ''), detected_at, resolved_at, resolution, coalesce(resolved_by, ''),
-       coalesce(resolution_note, '')
+       coalesce(resolution_note, ''), details
   FROM reconciliation_findings
  WHERE (@id::bigint IS NULL OR id = @id)
    AND (@state = 'all'

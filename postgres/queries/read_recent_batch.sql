@@ -6,9 +6,12 @@
 -- wrap_cursor.sql). The rows come from an index range on
 -- payments_created_at (created_at >= position), ordered by id within equal
 -- created_at by an incremental sort: never a scan of the table.
+-- The local money columns, when payments has them, replace the two NULLs
+-- (postgres.MoneyColumns).
 --   @job, @limit, @since (now minus the window)
 SELECT c.last_id, c.cycle_started_at, c.last_cycle_completed_at,
-       p.id, p.stripe_payment_intent_id, p.status, p.version, p.created_at, p.updated_at
+       p.id, p.stripe_payment_intent_id, p.status, p.version, p.created_at, p.updated_at,
+       p.money_amount, p.money_currency
   FROM reconciliation_cursor c
   LEFT JOIN payments cp ON cp.id = c.last_id
  CROSS JOIN LATERAL (
@@ -16,11 +19,12 @@ SELECT c.last_id, c.cycle_started_at, c.last_cycle_completed_at,
                CASE WHEN cp.created_at >= @since THEN c.last_id ELSE 0 END AS after_id
        ) pos
   LEFT JOIN LATERAL (
-        SELECT id, stripe_payment_intent_id, status, version, created_at, updated_at
-          FROM payments
-         WHERE created_at >= pos.at
-           AND (created_at, id) > (pos.at, pos.after_id)
-         ORDER BY created_at, id
+        SELECT pay.id, pay.stripe_payment_intent_id, pay.status, pay.version, pay.created_at, pay.updated_at,
+               NULL::bigint /*amount:pay*/ AS money_amount, NULL::text /*currency:pay*/ AS money_currency
+          FROM payments pay
+         WHERE pay.created_at >= pos.at
+           AND (pay.created_at, pay.id) > (pos.at, pos.after_id)
+         ORDER BY pay.created_at, pay.id
          LIMIT @limit
        ) p ON true
  WHERE c.job = @job

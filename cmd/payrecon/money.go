@@ -1,0 +1,149 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"payrecon"
+	"payrecon/postgres"
+)
+
+// moneyFlags configure the money checks and which findings are recorded
+// (scan, run, config, status).
+type moneyFlags struct {
+	AmountColumn   string `name:"amount-column" env:"PAYRECON_AMOUNT_COLUMN" default:"amount" help:"The payments column holding the amount in minor units (an integer), compared with Stripe's; absent: the amount check is off. payrecon never adds it."`
+	CurrencyColumn string `name:"currency-column" env:"PAYRECON_CURRENCY_COLUMN" default:"currency" help:"The payments column holding the ISO currency code, compared case-insensitively with Stripe's; absent: the currency check is off. payrecon never adds it."`
+	ignoreFlags
+	IntentMetadata string `name:"intent-metadata" placeholder:"KEY=VALUE" help:"Only listed PaymentIntents carrying this metadata are payrecon's: others (made by other systems in the same account) are never missing_locally."`
+}
+
+// ignoreFlags name the kinds never recorded (scan, run, events, config,
+// status).
+type ignoreFlags struct {
+	IgnoreKinds string `name:"ignore-kinds" env:"PAYRECON_IGNORE_KINDS" placeholder:"KINDS" help:"Finding kinds accepted as normal, comma-separated (e.g. partially_refunded): never recorded, by the sweep or by webhooks and events. An unknown kind is a configuration error."`
+}
+
+// ignore parses --ignore-kinds; an unknown kind is a usage error (exit 2).
+func (f ignoreFlags) ignore() (map[payrecon.Kind]bool, error) {
+	out := map[payrecon.Kind]bool{}
+	for _, k := range splitList(f.IgnoreKinds) {
+		if !slices.Contains(payrecon.Kinds, payrecon.Kind(k)) {
+			return nil, usageError{fmt.Errorf("--ignore-kinds: %q is not a finding kind (kinds: %s)", k, kindList())}
+		}
+		out[payrecon.Kind(k)] = true
+	}
+	return out, nil
+}
+
+// metadata parses --intent-metadata KEY=VALUE ("" when unset).
+func (f moneyFlags) metadata() (map[string]string, error) {
+	if f.IntentMetadata == "" {
+		return nil, nil
+	}
+	k, v, ok := strings.Cut(f.IntentMetadata, "=")
+	if !ok || strings.TrimSpace(k) == "" {
+		return nil, usageError{fmt.Errorf("--intent-metadata %q: want KEY=VALUE", f.IntentMetadata)}
+	}
+	return map[string]string{strings.TrimSpace(k): v}, nil
+}
+
+func kindList() string {
+	s := make([]string, len(payrecon.Kinds))
+	for i, k := range payrecon.Kinds {
+		s[i] = string(k)
+	}
+	return strings.Join(s, ", ")
+}
+
+// ignoredList is --ignore-kinds as shown by config and status.
+func ignoredList(ignore map[payrecon.Kind]bool) string {
+	var out []string
+	for _, k := range payrecon.Kinds {
+		if ignore[k] {
+			out = append(out, string(k))
+		}
+	}
+	if len(out) == 0 {
+		return "(none)"
+	}
+	return strings.Join(out, ",")
+}
+
+// moneyColumns detects the money columns at start and says once in the log
+// which checks are off and why.
+func (a *app) moneyColumns(pool *pgxpool.Pool, f moneyFlags) (postgres.MoneyColumns, error) {
+	cols, err := postgres.DetectMoneyColumns(a.ctx, pool, f.AmountColumn, f.CurrencyColumn)
+	if err != nil {
+		return cols, err
+	}
+	if !cols.Amount {
+		a.logger.Info("amount check off: amount_mismatch is not judged", "amount_column", f.AmountColumn, "why", cols.AmountProblem)
+	}
+	if !cols.Currency {
+		a.logger.Info("currency check off: currency_mismatch is not judged", "currency_column", f.CurrencyColumn, "why", cols.CurrencyProblem)
+	}
+	return cols, nil
+}
+
+// describeMoney says which money column is used, or why not.
+func describeMoney(col string, on bool, problem string) string {
+	if on {
+		return col + " (on)"
+	}
+	return fmt.Sprintf("%s (off: %s)", col, problem)
+}
+
+// describeStripeMoney says in a line what Stripe said about the money when
+// a finding was recorded: "5,000 JPY captured, 5,000 refunded (seen
+// 2026-11-30 10:00 UTC); the intent asks 5,000, received 5,000".
+func describeStripeMoney(d postgres.FindingDetails) string {
+	cur := strings.ToUpper(d.Currency)
+	asked := fmt.Sprintf("the intent asks %s %s, received %s", thousands(d.Amount), cur, thousands(d.AmountReceived))
+	c := d.Charge
+	if c == nil {
+		return asked + "; no charge"
+	}
+	ccur := strings.ToUpper(c.Currency)
+	s := fmt.Sprintf("%s %s captured", thousands(c.AmountCaptured), ccur)
+	if c.AmountRefunded > 0 {
+		s += fmt.Sprintf(", %s refunded", thousands(c.AmountRefunded))
+		if c.Refunded {
+			s += " (fully)"
+		}
+	}
+	if c.Disputed {
+		s += ", disputed"
+	}
+	s += fmt.Sprintf(" on charge %s, seen %s; %s", c.ID, c.ObservedAt.UTC().Format("2006-01-02 15:04 MST"), asked)
+	return s
+}
+
+// describeLocalMoney says what the row held when the finding was recorded.
+func describeLocalMoney(d postgres.FindingDetails) string {
+	amount := "NULL"
+	if d.LocalAmount != nil {
+		amount = thousands(*d.LocalAmount)
+	}
+	return fmt.Sprintf("%s %s", amount, orDefault(strings.ToUpper(d.LocalCurrency), "(no currency)"))
+}
+
+// thousands writes n with comma separators: 5000 → "5,000".
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
