@@ -84,8 +84,11 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 			if id == nil {
 				continue
 			}
-			rows = append(rows, payrecon.PaymentRow{ID: *id, IntentID: *intent, Status: payrecon.LocalStatus(*status),
-				Version: *version, CreatedAt: *created, UpdatedAt: *updated})
+			// Any column but the id may be NULL in an application's table
+			// (or view): a NULL intent id becomes "" (an invalid_local_row
+			// finding), never a nil dereference.
+			rows = append(rows, payrecon.PaymentRow{ID: *id, IntentID: orZero(intent), Status: payrecon.LocalStatus(orZero(status)),
+				Version: orZero(version), CreatedAt: orZero(created), UpdatedAt: orZero(updated)})
 		}
 		return rs.Err()
 	})
@@ -93,11 +96,16 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 		b.Queue(queries.Get("read_rechecks"), pgx.StrictNamedArgs{"job": job, "now": now, "limit": recheckLimit}).Query(func(rs pgx.Rows) error {
 			for rs.Next() {
 				r := payrecon.PaymentRow{FromRecheck: true}
-				var status string
-				if err := rs.Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &r.Rechecks); err != nil {
+				var (
+					intent, status   *string
+					version          *int64
+					created, updated *time.Time
+				)
+				if err := rs.Scan(&r.ID, &intent, &status, &version, &created, &updated, &r.Rechecks); err != nil {
 					return err
 				}
-				r.Status = payrecon.LocalStatus(status)
+				r.IntentID, r.Status, r.Version = orZero(intent), payrecon.LocalStatus(orZero(status)), orZero(version)
+				r.CreatedAt, r.UpdatedAt = orZero(created), orZero(updated)
 				rechecks = append(rechecks, r)
 			}
 			return rs.Err()
@@ -153,6 +161,16 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			countKinds(res.Resolved, kinds)
 			return err
 		})
+		if invalid := invalidRows(c.Checks); len(invalid) > 0 {
+			b.Queue(queries.Get("open_invalid_rows"), pgx.StrictNamedArgs{
+				"ids": invalid, "kind": string(payrecon.KindInvalidLocalRow), "verdict": string(payrecon.NeedsReview),
+				"reason": payrecon.InvalidLocalRow().Reason, "job": c.Job, "now": c.Now,
+			}).Query(func(rows pgx.Rows) error {
+				kinds, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				countKinds(res.Opened, kinds)
+				return err
+			})
+		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("write batch results for job %q: %w", c.Job, err)
 		}
@@ -276,6 +294,27 @@ func (s *Store) NextRecheck(ctx context.Context, job, reason string) (time.Time,
 		return time.Time{}, nil
 	}
 	return *due, nil
+}
+
+// invalidRows lists the payments of the checks decided invalid_local_row
+// (open_invalid_rows.sql).
+func invalidRows(checks []payrecon.Check) []int64 {
+	var ids []int64
+	for _, ch := range checks {
+		if ch.Decision.Kind == payrecon.KindInvalidLocalRow {
+			ids = append(ids, ch.Row.ID)
+		}
+	}
+	return ids
+}
+
+// orZero is *p, or the zero value for nil.
+func orZero[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 func countKinds(m map[payrecon.Kind]int, kinds []string) {

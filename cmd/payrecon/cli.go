@@ -291,3 +291,15 @@ func (a *app) sweepStore(pool *pgxpool.Pool) (*postgres.Store, error) {
 	store.EnqueueFunc = rl.EnqueueFunc()
 	return store, nil
 }
+
+// closePool closes pool when the command returns; deferred as
+// `defer closePool(pool)`. During a panic it does not close: pgxpool's Close
+// waits for every connection to come back, and a panic can leave one
+// checked out (a batch being read), so the process would hang there,
+// deaf to SIGTERM, instead of crashing with the panic's message.
+func closePool(pool *pgxpool.Pool) {
+	if r := recover(); r != nil {
+		panic(r)
+	}
+	pool.Close()
+}

@@ -68,7 +68,7 @@ func (c *eventsCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	if err := a.checkEventsAccess(gw); err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ type findingsCmd struct {
 }
 
 type findingsListCmd struct {
-	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): missed_success, missed_cancel, paid_locally_not_externally, failed_locally_paid_externally, missing_externally, missing_locally, unknown_status."`
+	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): missed_success, missed_cancel, paid_locally_not_externally, failed_locally_paid_externally, missing_externally, missing_locally, unknown_status, invalid_local_row."`
 	Verdict   []string      `help:"Only these verdicts: repairable, needs_review."`
 	State     string        `enum:"open,resolved,all" default:"open" help:"open, resolved or all."`
 	OlderThan time.Duration `name:"older-than" help:"Only findings detected longer ago than this (e.g. 24h)."`
@@ -53,7 +53,7 @@ func (c *findingsListCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	fs, err := postgres.NewFindings(pool, nil).List(a.ctx, flt)
 	if err != nil {
 		return err
@@ -121,7 +121,7 @@ func (c *findingsShowCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	repo := postgres.NewFindings(pool, nil)
 	f, err := getFinding(a, repo, c.ID)
 	if err != nil {
@@ -250,7 +250,7 @@ func (c *findingsResolveCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	f, err := postgres.NewFindings(pool, nil).Resolve(a.ctx, c.ID, by, c.Note)
 	if errors.Is(err, payrecon.ErrNotFound) {
 		return fmt.Errorf("no finding %d (see payrecon findings list)", c.ID)
@@ -281,7 +281,7 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	repo := postgres.NewFindings(pool, nil)
 	f, err := getFinding(a, repo, c.ID)
 	if err != nil {

@@ -34,7 +34,7 @@ func (c *planCmd) Run(a *app) error {
 		if err != nil {
 			return err
 		}
-		defer pool.Close()
+		defer closePool(pool)
 		st, err := postgres.NewMonitor(pool).Status(a.ctx, time.Now(), true, relay.Kind)
 		if err != nil {
 			return err

@@ -89,7 +89,7 @@ func (c *runCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	recent := c.Recent
 	if c.RecentInterval == 0 {
 		recent = 0

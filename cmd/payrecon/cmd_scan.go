@@ -87,7 +87,7 @@ func (c *scanCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	if err := a.checkStripe(gw); err != nil {
 		return err
 	}

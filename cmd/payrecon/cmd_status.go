@@ -21,7 +21,7 @@ func (c *statusCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	st, err := postgres.NewMonitor(pool).Status(a.ctx, time.Now(), !c.Estimate, relay.Kind)
 	if err != nil {
 		return err
