@@ -162,6 +162,9 @@ func (a *app) openMigratedDBWith(maxConns int32) (*pgxpool.Pool, error) {
 	}
 	if err := postgres.CheckMigrations(a.ctx, pool); err != nil {
 		pool.Close()
+		if errors.Is(err, postgres.ErrNotMigrated) {
+			return nil, configError{fmt.Errorf("the database has no payrecon schema: run `payrecon migrate` first (or check DATABASE_URL)")}
+		}
 		if errors.Is(err, postgres.ErrMigrationsPending) {
 			return nil, configError{fmt.Errorf("the database schema is not current: run `payrecon migrate` first")}
 		}

@@ -6,8 +6,12 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"payrecon/internal/pgtest"
 	"payrecon/sweep"
@@ -75,5 +79,57 @@ func TestScanOnceWithInvalidRowsExits(t *testing.T) {
 	}
 	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_cursor WHERE job = $1 AND last_id = 0 AND last_cycle_completed_at IS NOT NULL", sweep.DefaultJob); n != 1 {
 		t.Error("the cycle did not complete: the invalid rows held the cursor")
+	}
+}
+
+// readOnlyDatabase makes every later session of the database at url read
+// only, as a replica or a role with only SELECT would be.
+func readOnlyDatabase(t *testing.T, url string) {
+	t.Helper()
+	pool := pgtestPool(t, url)
+	var name string
+	if err := pool.QueryRow(context.Background(), "SELECT current_database()").Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, pool, "ALTER DATABASE "+pgx.Identifier{name}.Sanitize()+" SET default_transaction_read_only = on")
+}
+
+// The read-only commands only read: they work on a read-only connection,
+// and on a database that was never migrated they say so in one line (exit
+// 2) and leave it as it was (goose's check used to create its table there).
+func TestReadOnlyCommandsOnlyRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t, [][2]string{{"paid", "succeeded"}, {"pending", "succeeded"}, {"paid", "canceled"}})
+	if r := runCLI(t, b.env, "scan", "--once", "--rps", "0"); r.code != 0 {
+		t.Fatalf("scan exit %d: %s", r.code, r.stderr)
+	}
+	var fid int64
+	if err := pgtestPool(t, b.url).QueryRow(context.Background(), "SELECT min(id) FROM reconciliation_findings").Scan(&fid); err != nil {
+		t.Fatal(err)
+	}
+	readOnlyDatabase(t, b.url)
+	if n := pgtest.Count(t, pgtestPool(t, b.url), "SELECT count(*) FROM pg_settings WHERE name = 'default_transaction_read_only' AND setting = 'on'"); n != 1 {
+		t.Fatal("the database is not read only")
+	}
+	for _, args := range [][]string{
+		{"status"}, {"status", "--json"}, {"findings", "list"}, {"findings", "list", "--json"},
+		{"findings", "show", strconv.FormatInt(fid, 10)},
+	} {
+		if r := runCLI(t, b.env, args...); r.code != 0 {
+			t.Errorf("%v on a read-only database: exit %d: %s", args, r.code, r.stderr)
+		}
+	}
+
+	empty := pgtest.NewEmptyURL(t)
+	env := map[string]string{"DATABASE_URL": empty}
+	for _, args := range [][]string{{"status"}, {"findings", "list"}, {"findings", "show", "1"}} {
+		r := runCLI(t, env, args...)
+		if r.code != 2 || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 || !strings.Contains(r.stderr, "payrecon migrate") {
+			t.Errorf("%v on an unmigrated database: exit %d, stderr %q; want 2 and one line naming payrecon migrate", args, r.code, r.stderr)
+		}
+	}
+	if n := pgtest.Count(t, pgtestPool(t, empty), "SELECT count(*) FROM pg_class WHERE relname = 'payrecon_schema_migrations'"); n != 0 {
+		t.Error("a read-only command created payrecon_schema_migrations")
 	}
 }
