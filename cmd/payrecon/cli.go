@@ -54,6 +54,11 @@ type stripeFlags struct {
 	StripeTimeout   time.Duration `name:"stripe-timeout" default:"10s" help:"Per-request timeout for Stripe calls."`
 }
 
+// check refuses Stripe flags that make no sense.
+func (f stripeFlags) check() error {
+	return checkPositiveDuration("--stripe-timeout", f.StripeTimeout)
+}
+
 // app carries what every command needs.
 type app struct {
 	ctx    context.Context
@@ -176,6 +181,9 @@ func (a *app) openMigratedDBWith(maxConns int32) (*pgxpool.Pool, error) {
 // gateway builds the Stripe client; rateLimited (may be nil) hears about
 // every 429 the client retries after.
 func (a *app) gateway(f stripeFlags, rateLimited func(time.Duration)) (*stripeapi.Gateway, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	gw, err := stripeapi.New(stripeapi.Config{
 		SecretKey: f.StripeSecretKey,
 		APIBase:   f.StripeAPIBase,

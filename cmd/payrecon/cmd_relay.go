@@ -21,6 +21,12 @@ type relayCmd struct {
 }
 
 func (c *relayCmd) Run(a *app) error {
+	if err := checkPositiveInt("--workers", c.Workers); err != nil {
+		return err
+	}
+	if err := checkPositiveInt("--max-attempts", c.MaxAttempts); err != nil {
+		return err
+	}
 	// While it runs, this relay may be River's leader: it prunes (and River
 	// cleans) with the same retentions as `run`. A drain, short-lived,
 	// schedules no prune.

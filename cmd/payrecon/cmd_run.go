@@ -49,6 +49,18 @@ func (c *runCmd) Run(a *app) error {
 	if err := checkDetectionFlags(c.EventsInterval, c.Recent, c.RecentInterval); err != nil {
 		return err
 	}
+	for _, err := range []error{
+		c.stripeFlags.check(),
+		checkPositiveInt("--workers", c.Workers),
+		checkPositiveInt("--max-attempts", c.MaxAttempts),
+		checkListenAddr("--http-addr", c.HTTPAddr),
+		checkListenAddr("--admin-addr", c.AdminAddr),
+		checkSecretList("STRIPE_WEBHOOK_SECRET (--stripe-webhook-secret)", c.WebhookSecret),
+	} {
+		if err != nil {
+			return err
+		}
+	}
 	if cfg.Job == catchup.JobDefault || strings.HasSuffix(cfg.Job, payrecon.RecentJobSuffix) {
 		return usageError{fmt.Errorf("--job %q is reserved (the events catch-up is %q; recent windows end in %q): choose another name", cfg.Job, catchup.JobDefault, payrecon.RecentJobSuffix)}
 	}
@@ -74,7 +86,7 @@ func (c *runCmd) Run(a *app) error {
 		return configError{err}
 	}
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
-		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", orDefault(c.StripeAPIBase, "https://api.stripe.com"),
+		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", redact.APIBase(c.StripeAPIBase, "https://api.stripe.com"),
 		"stripe_webhook_secret", redactSecretList(c.WebhookSecret), "http_addr", c.HTTPAddr,
 		"admin_addr", c.AdminAddr, "console_password", c.consoleFlags.describe(), "job", cfg.Job,
 		"batch", c.Batch, "grace", c.Grace, "rps", c.RPS, "concurrency", c.Concurrency, "mode", c.Mode,

@@ -114,7 +114,7 @@ func TestReadOnlyCommandsOnlyRead(t *testing.T) {
 	}
 	for _, args := range [][]string{
 		{"status"}, {"status", "--json"}, {"findings", "list"}, {"findings", "list", "--json"},
-		{"findings", "show", strconv.FormatInt(fid, 10)},
+		{"findings", "show", strconv.FormatInt(fid, 10)}, {"plan", "--from-db"},
 	} {
 		if r := runCLI(t, b.env, args...); r.code != 0 {
 			t.Errorf("%v on a read-only database: exit %d: %s", args, r.code, r.stderr)
@@ -131,5 +131,121 @@ func TestReadOnlyCommandsOnlyRead(t *testing.T) {
 	}
 	if n := pgtest.Count(t, pgtestPool(t, empty), "SELECT count(*) FROM pg_class WHERE relname = 'payrecon_schema_migrations'"); n != 0 {
 		t.Error("a read-only command created payrecon_schema_migrations")
+	}
+}
+
+// Input that makes no sense is refused in one line naming the flag, with
+// exit 2, before anything is opened: never silently a default, "unlimited"
+// or a later failure with another status.
+func TestBadInputIsRefused(t *testing.T) {
+	t.Parallel()
+	// Unreachable: a check that is missing shows as another message.
+	env := map[string]string{"DATABASE_URL": "postgres://payrecon@127.0.0.1:1/nothing?connect_timeout=1", "STRIPE_SECRET_KEY": "sk_test_x"}
+	cases := []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{args: []string{"scan", "--once", "--rps", "NaN"}, want: "--rps must be a finite number"},
+		{args: []string{"scan", "--once", "--rps", "Inf"}, want: "--rps must be a finite number"},
+		{args: []string{"run", "--rps=-Inf"}, want: "--rps must be a finite number"},
+		{args: []string{"scan", "--once", "--stripe-timeout=-1s"}, want: "--stripe-timeout must be positive"},
+		{args: []string{"run", "--stripe-timeout=-1s"}, want: "--stripe-timeout must be positive"},
+		{args: []string{"scan", "--once", "--max-outage=-5s"}, want: "--max-outage must be positive"},
+		{args: []string{"scan", "--once", "--list-skew=-1m"}, want: "--list-skew must be positive"},
+		{args: []string{"run", "--min-cycle=-1m"}, want: "--min-cycle must not be negative"},
+		{args: []string{"run", "--workers", "0"}, want: "--workers must be positive"},
+		{args: []string{"run", "--max-attempts", "0"}, want: "--max-attempts must be positive"},
+		{args: []string{"relay", "--drain", "--workers", "0"}, want: "--workers must be positive"},
+		{args: []string{"relay", "--drain", "--max-attempts=-1"}, want: "--max-attempts must be positive"},
+		{args: []string{"scan", "--once", "--job", ""}, want: "--job must not be empty"},
+		{args: []string{"run", "--job", " "}, want: "--job must not be empty"},
+		{args: []string{"findings", "list", "--verdict", "bogus"}, want: `--verdict "bogus"`},
+		{args: []string{"findings", "list", "--limit=-5"}, want: "--limit must be positive"},
+		{args: []string{"findings", "list", "--older-than=-1h"}, want: "--older-than must not be negative"},
+		{args: []string{"run", "--http-addr", "bogus"}, want: `--http-addr "bogus" is not host:port`},
+		{args: []string{"run", "--http-addr", "127.0.0.1:99999"}, want: "the port must be a number"},
+		{args: []string{"run", "--admin-addr", "localhost"}, want: "--admin-addr"},
+		{args: []string{"plan", "--rows", "1000", "--rps", "NaN"}, want: "--rps must be a finite number"},
+		{args: []string{"plan", "--rows", "1000", "--rps=-3"}, want: "--rps must not be negative"},
+		{args: []string{"plan", "--rows=-1000", "--rps", "3"}, want: "--rows must not be negative"},
+		{args: []string{"plan", "--rows", "1000", "--runs-per-hour", "1", "--growth", "NaN"}, want: "--growth must be a finite number"},
+		{args: []string{"plan", "--rows", "1000", "--runs-per-hour", "Inf"}, want: "--runs-per-hour must be a finite number"},
+		{args: []string{"plan", "--rows", "1000", "--runs-per-hour", "1", "--batch", "0"}, want: "--batch must be positive"},
+		{args: []string{"plan", "--rows", "1000", "--rps", "3", "--rows-per-request", "0"}, want: "--rows-per-request must be positive"},
+		{args: []string{"config"}, env: map[string]string{"STRIPE_WEBHOOK_SECRET": " , "}, want: "holds no secret"},
+		{args: []string{"run"}, env: map[string]string{"STRIPE_WEBHOOK_SECRET": " , "}, want: "holds no secret"},
+	}
+	for _, c := range cases {
+		e := map[string]string{}
+		for k, v := range env {
+			e[k] = v
+		}
+		for k, v := range c.env {
+			e[k] = v
+		}
+		r := runCLI(t, e, c.args...)
+		line := strings.TrimSpace(r.stderr)
+		if r.code != 2 || !strings.Contains(line, c.want) || strings.Contains(line, "\n") {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line with %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+}
+
+// A STRIPE_API_BASE with credentials in it is never printed as given:
+// neither by `config` nor in `run`'s configuration log line.
+func TestStripeAPIBaseRedacted(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DATABASE_URL":    "postgres://payrecon@127.0.0.1:1/nothing?connect_timeout=1",
+		"STRIPE_API_BASE": "https://sk_live_userpart:hunter2secret@stripe-proxy.example:8443/v1?token=qsecret",
+	}
+	for _, args := range [][]string{{"config"}, {"config", "--json"}, {"run", "--stripe-secret-key", "sk_test_x"}} {
+		r := runCLI(t, env, args...)
+		out := r.stdout + r.stderr
+		for _, secret := range []string{"sk_live_userpart", "hunter2secret", "qsecret"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%v printed %q:\n%s", args, secret, out)
+			}
+		}
+		if !strings.Contains(out, "stripe-proxy.example:8443") {
+			t.Errorf("%v does not show the host:\n%s", args, out)
+		}
+	}
+}
+
+// findings list and show print what the database holds (reasons, notes,
+// ids the application wrote) with control characters escaped: a finding
+// cannot rewrite the operator's terminal.
+func TestFindingsEscapeControlCharacters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ids := b.seed(t, [][2]string{{"paid", "succeeded"}})
+	pool := pgtestPool(t, b.url)
+	pgtest.Exec(t, pool, "UPDATE payments SET order_id = $2 WHERE id = $1", ids[0], "ord\x1b]0;pwned\x07")
+	var fid int64
+	if err := pool.QueryRow(context.Background(), `INSERT INTO reconciliation_findings
+		(payment_id, stripe_payment_intent_id, kind, verdict, local_status, external_status, reason, job, resolved_at, resolution, resolved_by, resolution_note)
+		VALUES ($1, $2, 'unknown_status', 'needs_review', 'paid', $3, $4, 'j', now(), 'manual', $5, $6) RETURNING id`,
+		ids[0], "pi_\x1b[2J", "succ\reeded", "why\x1b[31m red", "eve\u009b1m", "line1\nline2\tx").Scan(&fid); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"findings", "list", "--state", "all"}, {"findings", "show", strconv.FormatInt(fid, 10)}} {
+		r := runCLI(t, b.env, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+		if strings.ContainsAny(r.stdout, "\x1b\x07\r\u009b") {
+			t.Errorf("%v printed a raw control character:\n%q", args, r.stdout)
+		}
+		if !strings.Contains(r.stdout, `succ\reeded`) {
+			t.Errorf("%v does not show the escaped Stripe status:\n%s", args, r.stdout)
+		}
+	}
+	r := runCLI(t, b.env, "findings", "show", strconv.FormatInt(fid, 10))
+	for _, want := range []string{`why\x1b[31m red`, `line1\nline2\tx`, `eve\u009b1m`, `ord\x1b]0;pwned\a`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("findings show lacks %q:\n%s", want, r.stdout)
+		}
 	}
 }
