@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,6 +15,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"payrecon/internal/pgtest"
+	"payrecon/internal/testkit"
+	"payrecon/stripesim"
 	"payrecon/sweep"
 )
 
@@ -173,6 +176,10 @@ func TestBadInputIsRefused(t *testing.T) {
 		{args: []string{"plan", "--rows", "1000", "--runs-per-hour", "Inf"}, want: "--runs-per-hour must be a finite number"},
 		{args: []string{"plan", "--rows", "1000", "--runs-per-hour", "1", "--batch", "0"}, want: "--batch must be positive"},
 		{args: []string{"plan", "--rows", "1000", "--rps", "3", "--rows-per-request", "0"}, want: "--rows-per-request must be positive"},
+		{args: []string{"run", "--db-max-conns", "11"}, want: "--db-max-conns 11 is too few for run"},
+		{args: []string{"relay", "--drain", "--db-max-conns", "4"}, want: "--db-max-conns 4 is too few for relay"},
+		{args: []string{"status", "--db-max-conns", "0"}, want: "--db-max-conns must be positive"},
+		{args: []string{"findings", "list"}, env: map[string]string{"PAYRECON_DB_MAX_CONNS": "0"}, want: "--db-max-conns must be positive"},
 		{args: []string{"config"}, env: map[string]string{"STRIPE_WEBHOOK_SECRET": " , "}, want: "holds no secret"},
 		{args: []string{"run"}, env: map[string]string{"STRIPE_WEBHOOK_SECRET": " , "}, want: "holds no secret"},
 	}
@@ -248,4 +255,64 @@ func TestFindingsEscapeControlCharacters(t *testing.T) {
 			t.Errorf("findings show lacks %q:\n%s", want, r.stdout)
 		}
 	}
+}
+
+// The connection budget holds under load: `run` with --db-max-conns 12 and
+// far more --workers than fit, sweeping 400 rows of which 200 need a repair
+// (the workers busy), with /readyz polled meanwhile, never has more than 12
+// connections open to its database (pg_stat_activity, scoped to this test's
+// database), leases and River included.
+func TestConnectionBudgetHolds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rows := make([][2]string, 400)
+	for i := range rows {
+		rows[i] = [2]string{"paid", "succeeded"}
+		if i%2 == 0 {
+			rows[i] = [2]string{"pending", "succeeded"}
+		}
+	}
+	b.seed(t, rows)
+	b.sim.SetFaults(stripesim.Faults{Latency: 2 * time.Millisecond})
+	pool := pgtestPool(t, b.url)
+	var db string
+	if err := pool.QueryRow(context.Background(), "SELECT current_database()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	const budget = 12
+	addr := freeAddr(t)
+	p := startBinary(t, b.env, "run", "--db-max-conns", strconv.Itoa(budget), "--workers", "50", "--http-addr", addr, "--admin-addr", freeAddr(t),
+		"--grace", "0", "--batch", "50", "--rps", "0", "--mode", "retrieve", "--concurrency", "16", "--min-cycle", "1h", "--recent", "72h", "--recent-interval", "1s")
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // readiness probes add their share
+		c := &http.Client{Timeout: 5 * time.Second}
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if resp, err := c.Get("http://" + addr + "/readyz"); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}()
+	peak := 0
+	testkit.WaitFor(t, "every repair applied", 2*time.Minute, func() bool {
+		// application_name: only payrecon's, not this test's own pool.
+		n := pgtest.Count(t, pool, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1 AND application_name LIKE 'payrecon run%'", db)
+		peak = max(peak, n)
+		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE status = 'paid'") == len(rows)
+	})
+	if peak > budget {
+		t.Errorf("peak of %d connections, budget %d", peak, budget)
+	}
+	if peak < 5 {
+		t.Errorf("peak of %d connections: the sampling saw nothing of the load", peak)
+	}
+	if !strings.Contains(p.stderr.String(), "effective_workers=2") {
+		t.Errorf("no warning that --workers 50 was lowered to fit the budget:\n%s", p.stderr.String())
+	}
+	t.Logf("peak %d connections of a budget of %d", peak, budget)
 }
