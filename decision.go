@@ -50,6 +50,10 @@ const (
 	KindUnknownStatus Kind = "unknown_status"
 	// KindMissingLocally: a PaymentIntent exists in Stripe with no local row.
 	KindMissingLocally Kind = "missing_locally"
+	// KindInvalidLocalRow: the payments row cannot be checked at all (its
+	// stripe_payment_intent_id is NULL or empty). Not a drift between two
+	// sides but a fault in the local row; the sweep records it and goes on.
+	KindInvalidLocalRow Kind = "invalid_local_row"
 )
 
 // Kinds lists every finding kind in documentation order: the status kinds
@@ -68,6 +72,14 @@ var Kinds = []Kind{
 	KindPartiallyRefunded,
 	KindDisputed,
 	KindStuckInFlight,
+	KindInvalidLocalRow,
+}
+
+// InvalidLocalRow is the decision on a payments row that names no
+// PaymentIntent (stripe_payment_intent_id NULL or empty): needs_review,
+// without asking Stripe, since there is nothing to ask about.
+func InvalidLocalRow() Decision {
+	return review(KindInvalidLocalRow, "the payments row has no stripe_payment_intent_id (NULL or empty): it cannot be checked against Stripe")
 }
 
 // Decision is the verdict on one (local status, Stripe status) pair: the

@@ -264,7 +264,9 @@ func (r *runner) webhooks(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen for webhooks: %w", err)
 	}
-	srv := &http.Server{Handler: httpapi.NewServer(deps), ReadHeaderTimeout: 10 * time.Second}
+	to := service.DefaultTimeouts()
+	srv := &http.Server{Handler: httpapi.NewServer(deps), ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
+		WriteTimeout: to.PublicWrite, IdleTimeout: to.Idle}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	defer func() {

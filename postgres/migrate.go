@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -55,6 +56,9 @@ func MigrationsFS() fs.FS {
 	return sub
 }
 
+// migrationsTable is goose's version table.
+const migrationsTable = "payrecon_schema_migrations"
+
 // provider builds a goose provider over the embedded migrations plus the Go
 // migration that runs River's migrator. River's migrations run outside a
 // goose transaction: some of them change enums, which fails inside one.
@@ -77,7 +81,7 @@ func provider(pool *pgxpool.Pool, logger *slog.Logger) (*goose.Provider, *sql.DB
 		goose.WithGoMigrations(river, paymentsIndexesMigration(pool, logger)),
 		goose.WithDisableGlobalRegistry(true),
 		goose.WithSessionLocker(locker),
-		goose.WithTableName("payrecon_schema_migrations"),
+		goose.WithTableName(migrationsTable),
 	)
 	if err != nil {
 		_ = db.Close()
@@ -181,20 +185,45 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) ([]Mi
 // ErrMigrationsPending says the database schema is behind the binary.
 var ErrMigrationsPending = errors.New("migrations pending: run `payrecon migrate`")
 
+// ErrNotMigrated says the database has none of payrecon's schema: `payrecon
+// migrate` was never run against it (or against another database or
+// search_path). It wraps ErrMigrationsPending.
+var ErrNotMigrated = fmt.Errorf("the database was never migrated: %w", ErrMigrationsPending)
+
 // CheckMigrations returns nil when every migration this binary knows is
-// applied, and an error wrapping ErrMigrationsPending otherwise.
+// applied, and an error wrapping ErrMigrationsPending otherwise
+// (ErrNotMigrated when none is). It only reads, so it works on a read-only
+// connection and leaves an unmigrated database as it found it (goose's own
+// check would create its version table).
 func CheckMigrations(ctx context.Context, pool *pgxpool.Pool) error {
-	p, db, err := provider(pool, nil)
+	var exists bool
+	if err := pool.QueryRow(ctx, queries.Get("relation_exists"), pgx.StrictNamedArgs{"name": migrationsTable}).Scan(&exists); err != nil {
+		return fmt.Errorf("check migrations: %w", err)
+	}
+	if !exists {
+		return ErrNotMigrated
+	}
+	rows, err := pool.Query(ctx, queries.Get("migrations_applied"))
+	if err != nil {
+		return fmt.Errorf("check migrations: %w", err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return fmt.Errorf("check migrations: %w", err)
+	}
+	applied := make(map[int64]bool, len(versions))
+	for _, v := range versions {
+		applied[v] = true
+	}
+	p, db, err := provider(pool, nil) // only to list the known migrations: no query
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	pending, err := p.HasPending(ctx)
-	if err != nil {
-		return fmt.Errorf("check migrations: %w", err)
-	}
-	if pending {
-		return ErrMigrationsPending
+	for _, src := range p.ListSources() {
+		if !applied[src.Version] {
+			return fmt.Errorf("migration %d not applied: %w", src.Version, ErrMigrationsPending)
+		}
 	}
 	return nil
 }

@@ -90,8 +90,11 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 			if id == nil {
 				continue
 			}
-			rows = append(rows, payrecon.PaymentRow{ID: *id, IntentID: *intent, Status: payrecon.LocalStatus(*status),
-				Version: *version, CreatedAt: *created, UpdatedAt: *updated, Money: s.localMoney(amount, currency)})
+			// Any column but the id may be NULL in an application's table
+			// (or view): a NULL intent id becomes "" (an invalid_local_row
+			// finding), never a nil dereference.
+			rows = append(rows, payrecon.PaymentRow{ID: *id, IntentID: orZero(intent), Status: payrecon.LocalStatus(orZero(status)),
+				Version: orZero(version), CreatedAt: orZero(created), UpdatedAt: orZero(updated), Money: s.localMoney(amount, currency)})
 		}
 		return rs.Err()
 	})
@@ -100,14 +103,17 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 			for rs.Next() {
 				r := payrecon.PaymentRow{FromRecheck: true}
 				var (
-					status   string
-					amount   *int64
-					currency *string
+					intent, status   *string
+					version          *int64
+					created, updated *time.Time
+					amount           *int64
+					currency         *string
 				)
-				if err := rs.Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &r.Rechecks, &amount, &currency); err != nil {
+				if err := rs.Scan(&r.ID, &intent, &status, &version, &created, &updated, &r.Rechecks, &amount, &currency); err != nil {
 					return err
 				}
-				r.Status = payrecon.LocalStatus(status)
+				r.IntentID, r.Status, r.Version = orZero(intent), payrecon.LocalStatus(orZero(status)), orZero(version)
+				r.CreatedAt, r.UpdatedAt = orZero(created), orZero(updated)
 				r.Money = s.localMoney(amount, currency)
 				rechecks = append(rechecks, r)
 			}
@@ -175,6 +181,16 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			countKinds(res.Resolved, kinds)
 			return err
 		})
+		if invalid := invalidRows(c.Checks); len(invalid) > 0 {
+			b.Queue(queries.Get("open_invalid_rows"), pgx.StrictNamedArgs{
+				"ids": invalid, "kind": string(payrecon.KindInvalidLocalRow), "verdict": string(payrecon.NeedsReview),
+				"reason": payrecon.InvalidLocalRow().Reason, "job": c.Job, "now": c.Now,
+			}).Query(func(rows pgx.Rows) error {
+				kinds, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				countKinds(res.Opened, kinds)
+				return err
+			})
+		}
 		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return fmt.Errorf("write batch results for job %q: %w", c.Job, err)
 		}
@@ -335,6 +351,27 @@ func (s *Store) NextRecheck(ctx context.Context, job, reason string) (time.Time,
 		return time.Time{}, nil
 	}
 	return *due, nil
+}
+
+// invalidRows lists the payments of the checks decided invalid_local_row
+// (open_invalid_rows.sql).
+func invalidRows(checks []payrecon.Check) []int64 {
+	var ids []int64
+	for _, ch := range checks {
+		if ch.Decision.Kind == payrecon.KindInvalidLocalRow {
+			ids = append(ids, ch.Row.ID)
+		}
+	}
+	return ids
+}
+
+// orZero is *p, or the zero value for nil.
+func orZero[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 func countKinds(m map[payrecon.Kind]int, kinds []string) {

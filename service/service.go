@@ -107,6 +107,43 @@ type Config struct {
 	SweepProgress sweep.ProgressFunc
 	// Ready, when set, is called once the HTTP server listens.
 	Ready func(addr string)
+	// Timeouts bound every connection of both listeners; zero fields take
+	// DefaultTimeouts.
+	Timeouts Timeouts
+}
+
+// Timeouts bound what a client may hold of an HTTP listener: a slow header
+// (ReadHeader), a slow body (Read covers header and body), a slow reader
+// of the answer (Write: PublicWrite and AdminWrite), and an idle keep-alive
+// connection (Idle). A client that exceeds one is disconnected.
+type Timeouts struct {
+	ReadHeader  time.Duration
+	Read        time.Duration
+	PublicWrite time.Duration
+	AdminWrite  time.Duration
+	Idle        time.Duration
+}
+
+// DefaultTimeouts: the public listener carries webhooks (a few kilobytes,
+// answered in milliseconds); the admin one console pages, River's dashboard
+// and scrapes, and the CSV export, which extends its own write deadline as
+// it streams.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, PublicWrite: 30 * time.Second,
+		AdminWrite: time.Minute, Idle: 2 * time.Minute}
+}
+
+func (t Timeouts) withDefaults() Timeouts {
+	d := DefaultTimeouts()
+	for _, f := range []struct{ v, d *time.Duration }{
+		{&t.ReadHeader, &d.ReadHeader}, {&t.Read, &d.Read}, {&t.PublicWrite, &d.PublicWrite},
+		{&t.AdminWrite, &d.AdminWrite}, {&t.Idle, &d.Idle},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	return t
 }
 
 // Service is a configured payrecon process.
@@ -132,18 +169,6 @@ type Service struct {
 	addr       atomic.Value
 	adminAddr  atomic.Value
 }
-
-// Timeouts of the two HTTP servers. The public one carries webhooks (a few
-// kilobytes, answered in milliseconds); the admin one console pages, River's
-// dashboard and scrapes, and the CSV export, which extends its own write
-// deadline as it streams.
-const (
-	readHeaderTimeout  = 10 * time.Second
-	readTimeout        = 30 * time.Second
-	publicWriteTimeout = 30 * time.Second
-	adminWriteTimeout  = time.Minute
-	idleTimeout        = 2 * time.Minute
-)
 
 // New builds the service on pool (which must be migrated).
 func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
@@ -351,10 +376,11 @@ func (s *Service) Run(ctx context.Context) error {
 	s.addr.Store(ln.Addr().String())
 	s.adminAddr.Store(adminLn.Addr().String())
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
-		WriteTimeout: publicWriteTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
-	adminSrv := &http.Server{Handler: s.admin, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
-		WriteTimeout: adminWriteTimeout, IdleTimeout: idleTimeout, ErrorLog: errorLog}
+	to := s.cfg.Timeouts.withDefaults()
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
+		WriteTimeout: to.PublicWrite, IdleTimeout: to.Idle, ErrorLog: errorLog}
+	adminSrv := &http.Server{Handler: s.admin, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
+		WriteTimeout: to.AdminWrite, IdleTimeout: to.Idle, ErrorLog: errorLog}
 
 	g, gctx := errgroup.WithContext(ctx)
 	if err := s.relay.Start(gctx); err != nil {

@@ -9,6 +9,8 @@
 //   - no transaction or lock is held while Stripe is called;
 //   - a batch whose cursor moved under it is discarded whole (ErrConcurrentRun);
 //   - rows inside the grace window are in_flight, not judged;
+//   - a row that names no PaymentIntent gets an invalid_local_row finding
+//     (needs_review) without a call, and the sweep goes on past it;
 //   - last_reconciled_at advances only for rows Stripe was actually read for;
 //   - Stripe calls run concurrently up to Config.Concurrency, within one
 //     shared rate budget that backs off on 429;
@@ -458,6 +460,10 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 			checks[i].RecheckAt, checks[i].RecheckReason = row.UpdatedAt.Add(s.cfg.Grace), payrecon.RecheckGrace
 			continue
 		}
+		if row.IntentID == "" { // nothing to ask Stripe about: a fault in the local row
+			checks[i].Decision = payrecon.InvalidLocalRow()
+			continue
+		}
 		need = append(need, i)
 		if !row.FromRecheck { // rechecks are scattered in time: retrieved one by one
 			listable = append(listable, i)
@@ -656,6 +662,10 @@ func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (Batc
 	g.SetLimit(s.cfg.Concurrency)
 	for i := range rows {
 		checks[i].Row = rows[i]
+		if rows[i].IntentID == "" {
+			checks[i].Decision = payrecon.InvalidLocalRow()
+			continue
+		}
 		g.Go(func() error { return s.checkOne(gctx, &checks[i], now) })
 	}
 	if err := g.Wait(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -46,6 +47,28 @@ type Globals struct {
 	DatabaseURL string `name:"database-url" env:"DATABASE_URL" placeholder:"URL" help:"PostgreSQL connection string."`
 	LogFormat   string `name:"log-format" env:"PAYRECON_LOG_FORMAT" enum:"text,json" default:"text" help:"Log format on stderr: text or json."`
 	LogLevel    string `name:"log-level" env:"PAYRECON_LOG_LEVEL" enum:"debug,info,warn,error" default:"info" help:"Least severe log level shown."`
+	DBMaxConns  int    `name:"db-max-conns" env:"PAYRECON_DB_MAX_CONNS" default:"20" help:"PostgreSQL connections this process opens at most, everything included (sweep, leases, repair workers, River, webhooks, console): 20 keeps three replicas at 60 of PostgreSQL's default 100. run needs at least 12; its repair workers get what is left after 10."`
+}
+
+// Connection budget (--db-max-conns). runConnReserve is what `run` keeps
+// for everything but the repair workers: three leases (sweep, recent
+// window, events catch-up), their three jobs' own statements, River's
+// listener, producer and leader, and the webhook, health and console
+// requests. relayConnReserve is the same for `relay` (River only).
+const (
+	runConnReserve   = 10
+	runConnMin       = runConnReserve + 2
+	relayConnReserve = 4
+	relayConnMin     = relayConnReserve + 1
+)
+
+// workersWithin returns the repair workers that fit in the budget beside
+// reserve, and whether --workers had to be lowered to fit.
+func workersWithin(workers, maxConns, reserve int) (int, bool) {
+	if fit := maxConns - reserve; workers > fit {
+		return fit, true
+	}
+	return workers, false
 }
 
 // stripeFlags configure the Stripe client.
@@ -53,6 +76,11 @@ type stripeFlags struct {
 	StripeSecretKey string        `name:"stripe-secret-key" env:"STRIPE_SECRET_KEY" placeholder:"KEY" help:"Stripe secret or restricted key with read access to PaymentIntents (prefer the environment variable: flags show in ps)."`
 	StripeAPIBase   string        `name:"stripe-api-base" env:"STRIPE_API_BASE" placeholder:"URL" help:"Stripe API base URL override (stripe-mock, the simulator); empty for https://api.stripe.com."`
 	StripeTimeout   time.Duration `name:"stripe-timeout" default:"10s" help:"Per-request timeout for Stripe calls."`
+}
+
+// check refuses Stripe flags that make no sense.
+func (f stripeFlags) check() error {
+	return checkPositiveDuration("--stripe-timeout", f.StripeTimeout)
 }
 
 // app carries what every command needs.
@@ -150,19 +178,22 @@ func (a *app) openDB() (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// openMigratedDB connects and checks the schema is current.
-func (a *app) openMigratedDB() (*pgxpool.Pool, error) { return a.openMigratedDBWith(0) }
-
-// openMigratedDBWith is openMigratedDB with a pool of maxConns connections
-// (0: pgx's default).
-func (a *app) openMigratedDBWith(maxConns int32) (*pgxpool.Pool, error) {
+// openMigratedDB connects, with at most --db-max-conns connections, and
+// checks the schema is current.
+func (a *app) openMigratedDB() (*pgxpool.Pool, error) {
+	if err := checkPositiveInt("--db-max-conns", a.cli.DBMaxConns); err != nil {
+		return nil, err
+	}
 	pool, err := postgres.Open(a.ctx, a.cli.DatabaseURL, postgres.OpenConfig{
-		ApplicationName: postgres.ApplicationName(a.command), MaxConns: maxConns})
+		ApplicationName: postgres.ApplicationName(a.command), MaxConns: int32(min(a.cli.DBMaxConns, math.MaxInt32))})
 	if err != nil {
 		return nil, configError{err}
 	}
 	if err := postgres.CheckMigrations(a.ctx, pool); err != nil {
 		pool.Close()
+		if errors.Is(err, postgres.ErrNotMigrated) {
+			return nil, configError{fmt.Errorf("the database has no payrecon schema: run `payrecon migrate` first (or check DATABASE_URL)")}
+		}
 		if errors.Is(err, postgres.ErrMigrationsPending) {
 			return nil, configError{fmt.Errorf("the database schema is not current: run `payrecon migrate` first")}
 		}
@@ -174,6 +205,9 @@ func (a *app) openMigratedDBWith(maxConns int32) (*pgxpool.Pool, error) {
 // gateway builds the Stripe client; rateLimited (may be nil) hears about
 // every 429 the client retries after.
 func (a *app) gateway(f stripeFlags, rateLimited func(time.Duration)) (*stripeapi.Gateway, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	gw, err := stripeapi.New(stripeapi.Config{
 		SecretKey: f.StripeSecretKey,
 		APIBase:   f.StripeAPIBase,
@@ -291,4 +325,16 @@ func (a *app) sweepStore(pool *pgxpool.Pool) (*postgres.Store, error) {
 	store := postgres.NewStore(pool)
 	store.EnqueueFunc = rl.EnqueueFunc()
 	return store, nil
+}
+
+// closePool closes pool when the command returns; deferred as
+// `defer closePool(pool)`. During a panic it does not close: pgxpool's Close
+// waits for every connection to come back, and a panic can leave one
+// checked out (a batch being read), so the process would hang there,
+// deaf to SIGTERM, instead of crashing with the panic's message.
+func closePool(pool *pgxpool.Pool) {
+	if r := recover(); r != nil {
+		panic(r)
+	}
+	pool.Close()
 }

@@ -98,10 +98,13 @@ func (c *configCmd) Run(a *app) error {
 	if _, err := c.moneyFlags.metadata(); err != nil {
 		return err
 	}
+	if err := checkSecretList("STRIPE_WEBHOOK_SECRET (--stripe-webhook-secret)", c.WebhookSecret); err != nil {
+		return err
+	}
 	cfg := []struct{ Key, Source, Value string }{
 		{"database_url", "DATABASE_URL / --database-url", redact.URL(a.cli.DatabaseURL)},
 		{"stripe_secret_key", "STRIPE_SECRET_KEY / --stripe-secret-key", redactSecret(c.StripeSecretKey)},
-		{"stripe_api_base", "STRIPE_API_BASE / --stripe-api-base", orDefault(c.StripeAPIBase, "https://api.stripe.com")},
+		{"stripe_api_base", "STRIPE_API_BASE / --stripe-api-base", redact.APIBase(c.StripeAPIBase, "https://api.stripe.com")},
 		{"stripe_timeout", "--stripe-timeout", c.StripeTimeout.String()},
 		{"stripe_webhook_secret", "STRIPE_WEBHOOK_SECRET / --stripe-webhook-secret", redactSecretList(c.WebhookSecret)},
 		{"http_addr", "PAYRECON_HTTP_ADDR / --http-addr", c.HTTPAddr},

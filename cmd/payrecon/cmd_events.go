@@ -78,12 +78,12 @@ func (c *eventsCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	if err := a.checkEventsAccess(gw); err != nil {
 		return err
 	}
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
-		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", orDefault(c.StripeAPIBase, "https://api.stripe.com"),
+		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", redact.APIBase(c.StripeAPIBase, "https://api.stripe.com"),
 		"since", c.Since, "rps", c.RPS, "events_interval", c.Interval)
 	// The webhook's processor: the same dedupe, writer and findings.
 	writer, err := a.notifyingWriter(pool, nc)

@@ -21,7 +21,7 @@ type findingsCmd struct {
 }
 
 type findingsListCmd struct {
-	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): missed_success, missed_cancel, paid_locally_not_externally, failed_locally_paid_externally, missing_externally, missing_locally, unknown_status."`
+	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): missed_success, missed_cancel, paid_locally_not_externally, failed_locally_paid_externally, missing_externally, missing_locally, unknown_status, invalid_local_row."`
 	Verdict   []string      `help:"Only these verdicts: repairable, needs_review."`
 	State     string        `enum:"open,resolved,all" default:"open" help:"open, resolved or all."`
 	OlderThan time.Duration `name:"older-than" help:"Only findings detected longer ago than this (e.g. 24h)."`
@@ -40,7 +40,19 @@ func (c *findingsListCmd) Run(a *app) error {
 		flt.Kinds = append(flt.Kinds, payrecon.Kind(k))
 	}
 	for _, v := range splitAll(c.Verdict) {
+		if v != string(payrecon.Repairable) && v != string(payrecon.NeedsReview) {
+			return usageError{fmt.Errorf("--verdict %q: a finding is repairable or needs_review", v)}
+		}
 		flt.Verdicts = append(flt.Verdicts, payrecon.Verdict(v))
+	}
+	if err := checkPositiveInt("--limit", c.Limit); err != nil {
+		return err
+	}
+	if err := checkNonNegativeDuration("--older-than", c.OlderThan); err != nil {
+		return err
+	}
+	if err := checkNonNegativeDuration("--newer-than", c.NewerThan); err != nil {
+		return err
 	}
 	now := time.Now()
 	if c.OlderThan > 0 {
@@ -53,7 +65,7 @@ func (c *findingsListCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	fs, err := postgres.NewFindings(pool, nil).List(a.ctx, flt)
 	if err != nil {
 		return err
@@ -81,8 +93,8 @@ func (c *findingsListCmd) Run(a *app) error {
 		} else if f.RepairOutcome != "" {
 			state = "open: " + f.RepairOutcome
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\t%s\n", f.ID, f.Kind, f.Verdict, pay, f.IntentID,
-			f.LocalStatus, orDefault(f.ExternalStatus, "—"), ago(now, f.DetectedAt), state)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\t%s\n", f.ID, term(string(f.Kind)), term(string(f.Verdict)), pay, term(f.IntentID),
+			term(f.LocalStatus), term(orDefault(f.ExternalStatus, "—")), ago(now, f.DetectedAt), term(state))
 	}
 	return tw.Flush()
 }
@@ -123,7 +135,7 @@ func (c *findingsShowCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	repo := postgres.NewFindings(pool, nil)
 	f, err := getFinding(a, repo, c.ID)
 	if err != nil {
@@ -182,62 +194,62 @@ func printFinding(a *app, d findingDetail) {
 	f := d.Finding
 	now := time.Now()
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "finding\t%d: %s (%s)\n", f.ID, f.Kind, f.Verdict)
-	fmt.Fprintf(tw, "why\t%s\n", orDefault(f.Reason, "—"))
-	fmt.Fprintf(tw, "detected\t%s (%s) by %s\n", f.DetectedAt.UTC().Format(time.RFC3339), ago(now, f.DetectedAt), orDefault(f.Job, "—"))
-	fmt.Fprintf(tw, "at detection\tlocal %s, Stripe %s\n", f.LocalStatus, orDefault(f.ExternalStatus, "(no such PaymentIntent)"))
+	fmt.Fprintf(tw, "finding\t%d: %s (%s)\n", f.ID, term(string(f.Kind)), term(string(f.Verdict)))
+	fmt.Fprintf(tw, "why\t%s\n", term(orDefault(f.Reason, "—")))
+	fmt.Fprintf(tw, "detected\t%s (%s) by %s\n", f.DetectedAt.UTC().Format(time.RFC3339), ago(now, f.DetectedAt), term(orDefault(f.Job, "—")))
+	fmt.Fprintf(tw, "at detection\tlocal %s, Stripe %s\n", term(f.LocalStatus), term(orDefault(f.ExternalStatus, "(no such PaymentIntent)")))
 	if f.Details != nil {
-		fmt.Fprintf(tw, "Stripe\t%s\n", describeStripeMoney(*f.Details))
+		fmt.Fprintf(tw, "Stripe\t%s\n", term(describeStripeMoney(*f.Details)))
 		if f.Details.LocalAmount != nil || f.Details.LocalCurrency != "" {
-			fmt.Fprintf(tw, "local money\t%s\n", describeLocalMoney(*f.Details))
+			fmt.Fprintf(tw, "local money\t%s\n", term(describeLocalMoney(*f.Details)))
 		}
 	}
 	if f.Open() {
 		fmt.Fprintf(tw, "state\topen\n")
 	} else {
-		fmt.Fprintf(tw, "state\tresolved %s (%s) by %s\n", f.ResolvedAt.UTC().Format(time.RFC3339), *f.Resolution, f.ResolvedBy)
+		fmt.Fprintf(tw, "state\tresolved %s (%s) by %s\n", f.ResolvedAt.UTC().Format(time.RFC3339), term(string(*f.Resolution)), term(f.ResolvedBy))
 		if f.ResolutionNote != "" {
-			fmt.Fprintf(tw, "note\t%s\n", f.ResolutionNote)
+			fmt.Fprintf(tw, "note\t%s\n", term(f.ResolutionNote))
 		}
 	}
 	if p := d.Payment; p != nil {
-		fmt.Fprintf(tw, "\npayment\t%d, order %s, intent %s\n", p.ID, p.OrderID, p.IntentID)
-		fmt.Fprintf(tw, "now\t%s (version %d, updated %s)\n", p.Status, p.Version, ago(now, p.UpdatedAt))
+		fmt.Fprintf(tw, "\npayment\t%d, order %s, intent %s\n", p.ID, term(p.OrderID), term(orDefault(p.IntentID, "(none)")))
+		fmt.Fprintf(tw, "now\t%s (version %d, updated %s)\n", term(p.Status), p.Version, ago(now, p.UpdatedAt))
 		last := "never"
 		if p.LastReconciledAt != nil {
-			last = fmt.Sprintf("%s, Stripe said %s", ago(now, *p.LastReconciledAt), p.ObservedStatus)
+			last = fmt.Sprintf("%s, Stripe said %s", ago(now, *p.LastReconciledAt), term(p.ObservedStatus))
 		}
 		fmt.Fprintf(tw, "last verified\t%s\n", last)
 		printTransitions(tw, d.Transitions)
 	} else {
-		fmt.Fprintf(tw, "\npayment\tnone: PaymentIntent %s has no local row\n", f.IntentID)
+		fmt.Fprintf(tw, "\npayment\tnone: PaymentIntent %s has no local row\n", term(f.IntentID))
 	}
 	if r := d.Repair; r != nil {
-		fmt.Fprintf(tw, "\nrepair command\toutbox %d, %s, queued %s\n", r.OutboxID, r.EventType, ago(now, r.CreatedAt))
-		fmt.Fprintf(tw, "delivery\t%s", r.State)
+		fmt.Fprintf(tw, "\nrepair command\toutbox %d, %s, queued %s\n", r.OutboxID, term(r.EventType), ago(now, r.CreatedAt))
+		fmt.Fprintf(tw, "delivery\t%s", term(string(r.State)))
 		if r.Job != nil {
 			fmt.Fprintf(tw, " (River job %d, attempt %d of %d)", r.Job.ID, r.Job.Attempt, r.Job.MaxAttempts)
 		}
 		fmt.Fprintln(tw)
 		if r.Outcome != "" {
-			fmt.Fprintf(tw, "outcome\t%s\n", r.Outcome)
+			fmt.Fprintf(tw, "outcome\t%s\n", term(r.Outcome))
 		}
 		if r.LastError != "" {
-			fmt.Fprintf(tw, "last error\t%s\n", r.LastError)
+			fmt.Fprintf(tw, "last error\t%s\n", term(r.LastError))
 		}
 		if r.State == relay.DeliveryDeadLetter && r.Job != nil {
 			fmt.Fprintf(tw, "\t(retry with: payrecon relay --retry %d)\n", r.Job.ID)
 		}
 	} else if f.RepairCommand != "" {
-		fmt.Fprintf(tw, "\nrepair command\t%s (no longer in the outbox: processed commands are pruned after --retain-outbox)\n", f.RepairCommand)
+		fmt.Fprintf(tw, "\nrepair command\t%s (no longer in the outbox: processed commands are pruned after --retain-outbox)\n", term(string(f.RepairCommand)))
 	}
 	if f.RepairOutcome != "" {
-		fmt.Fprintf(tw, "repair outcome\t%s\n", f.RepairOutcome)
+		fmt.Fprintf(tw, "repair outcome\t%s\n", term(f.RepairOutcome))
 	}
 	if len(d.Webhooks) > 0 {
 		fmt.Fprintf(tw, "\nwebhooks\t\n")
 		for _, e := range d.Webhooks {
-			fmt.Fprintf(tw, "  %s\t%s %s → %s\n", e.ReceivedAt.UTC().Format(time.RFC3339), e.EventID, e.EventType, e.Outcome)
+			fmt.Fprintf(tw, "  %s\t%s %s → %s\n", e.ReceivedAt.UTC().Format(time.RFC3339), term(e.EventID), term(e.EventType), term(e.Outcome))
 		}
 	}
 	_ = tw.Flush()
@@ -265,7 +277,7 @@ func (c *findingsResolveCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	f, err := postgres.NewFindings(pool, nil).Resolve(a.ctx, c.ID, by, c.Note)
 	if errors.Is(err, payrecon.ErrNotFound) {
 		return fmt.Errorf("no finding %d (see payrecon findings list)", c.ID)
@@ -296,7 +308,7 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	repo := postgres.NewFindings(pool, nil)
 	f, err := getFinding(a, repo, c.ID)
 	if err != nil {

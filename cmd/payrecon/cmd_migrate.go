@@ -15,7 +15,7 @@ func (c *migrateCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	applied, err := postgres.Migrate(a.ctx, pool, a.logger.With("component", "migrate"))
 	if err != nil {
 		return err

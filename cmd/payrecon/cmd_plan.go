@@ -24,6 +24,24 @@ type planCmd struct {
 }
 
 func (c *planCmd) Run(a *app) error {
+	for _, err := range []error{
+		checkFinite("--runs-per-hour", c.RunsPerHour, false),
+		checkFinite("--growth", c.Growth, false),
+		checkFinite("--rps", c.RPS, false),
+		checkFinite("--rows-per-request", c.RowsPerReq, false),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.Rows < 0:
+		return usageError{fmt.Errorf("--rows must not be negative, got %d", c.Rows)}
+	case c.Batch <= 0:
+		return usageError{fmt.Errorf("--batch must be positive, got %d", c.Batch)}
+	case c.RowsPerReq <= 0:
+		return usageError{fmt.Errorf("--rows-per-request must be positive, got %g", c.RowsPerReq)}
+	}
 	in := payrecon.PlanInput{Rows: c.Rows, GrowthPerHour: c.Growth, Batch: c.Batch, RunsPerHour: c.RunsPerHour}
 	if c.RPS > 0 {
 		in.RowsPerSecond = c.RPS * c.RowsPerReq
@@ -34,7 +52,7 @@ func (c *planCmd) Run(a *app) error {
 		if err != nil {
 			return err
 		}
-		defer pool.Close()
+		defer closePool(pool)
 		st, err := postgres.NewMonitor(pool).Status(a.ctx, time.Now(), true, relay.Kind)
 		if err != nil {
 			return err

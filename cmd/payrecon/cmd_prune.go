@@ -101,7 +101,7 @@ func (c *pruneCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	rl, err := relay.New(pool, postgres.NewWriter(nil), cfg)
 	if err != nil {
 		return usageError{err}

@@ -14,7 +14,7 @@ type relayCmd struct {
 	Drain       bool  `help:"Apply every repair command that is due, then exit (commands waiting for a later retry are left and counted)."`
 	DeadLetters bool  `name:"dead-letters" help:"List repair commands and notifications River gave up on (discarded after their last attempt, or cancelled as invalid)."`
 	Retry       int64 `placeholder:"JOB_ID" help:"Retry a dead-lettered repair or notification job now (after fixing its cause)."`
-	Workers     int   `default:"20" help:"Commands applied at once."`
+	Workers     int   `default:"16" help:"Commands applied at once (at most --db-max-conns minus 4)."`
 	MaxAttempts int   `name:"max-attempts" default:"8" help:"Attempts before a command is dead-lettered (set on commands queued from now on)."`
 	JSON        bool  `help:"Print JSON."`
 	retainFlags
@@ -22,6 +22,19 @@ type relayCmd struct {
 }
 
 func (c *relayCmd) Run(a *app) error {
+	if err := checkPositiveInt("--workers", c.Workers); err != nil {
+		return err
+	}
+	if err := checkPositiveInt("--max-attempts", c.MaxAttempts); err != nil {
+		return err
+	}
+	if a.cli.DBMaxConns < relayConnMin {
+		return usageError{fmt.Errorf("--db-max-conns %d is too few for relay: it needs at least %d", a.cli.DBMaxConns, relayConnMin)}
+	}
+	if w, lowered := workersWithin(c.Workers, a.cli.DBMaxConns, relayConnReserve); lowered {
+		a.logger.Warn("fewer repair workers than --workers: the connection budget holds no more", "workers", c.Workers, "db_max_conns", a.cli.DBMaxConns, "effective_workers", w)
+		c.Workers = w
+	}
 	// While it runs, this relay may be River's leader: it prunes (and River
 	// cleans) with the same retentions as `run`. A drain, short-lived,
 	// schedules no prune.
@@ -38,11 +51,11 @@ func (c *relayCmd) Run(a *app) error {
 	if cfg.Notify, err = c.notifyFlags.config(); err != nil {
 		return err
 	}
-	pool, err := a.openMigratedDBWith(int32(c.Workers + 6))
+	pool, err := a.openMigratedDB()
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	rl, err := relay.New(pool, postgres.NewWriter(nil), cfg)
 	if err != nil {
 		return usageError{err}

@@ -23,7 +23,7 @@ type runCmd struct {
 	WebhookSecret  string        `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
 	HTTPAddr       string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address: POST /webhooks/stripe, /healthz and /readyz, nothing else."`
 	MinCycle       time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum."`
-	Workers        int           `default:"20" help:"Repair commands applied at once."`
+	Workers        int           `default:"10" help:"Repair commands applied at once (at most --db-max-conns minus 10)."`
 	MaxAttempts    int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
 	RescueAfter    time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River hands it to another (each attempt is cut off at a third of this)."`
 	EventsInterval time.Duration `name:"events-interval" env:"PAYRECON_EVENTS_INTERVAL" default:"30s" help:"Catch up on Stripe's events (GET /v1/events, the webhook's types) this often, through the webhook's code path: a lost webhook is applied within one interval. Needs Events: Read. 0: off."`
@@ -50,11 +50,30 @@ func (c *runCmd) Run(a *app) error {
 	if err := checkDetectionFlags(c.EventsInterval, c.Recent, c.RecentInterval); err != nil {
 		return err
 	}
+	for _, err := range []error{
+		c.stripeFlags.check(),
+		checkPositiveInt("--workers", c.Workers),
+		checkPositiveInt("--max-attempts", c.MaxAttempts),
+		checkListenAddr("--http-addr", c.HTTPAddr),
+		checkListenAddr("--admin-addr", c.AdminAddr),
+		checkSecretList("STRIPE_WEBHOOK_SECRET (--stripe-webhook-secret)", c.WebhookSecret),
+	} {
+		if err != nil {
+			return err
+		}
+	}
 	if cfg.Job == catchup.JobDefault || strings.HasSuffix(cfg.Job, payrecon.RecentJobSuffix) {
 		return usageError{fmt.Errorf("--job %q is reserved (the events catch-up is %q; recent windows end in %q): choose another name", cfg.Job, catchup.JobDefault, payrecon.RecentJobSuffix)}
 	}
 	if c.PruneInterval < 0 {
 		return usageError{fmt.Errorf("--prune-interval must not be negative, got %s (0 means never)", c.PruneInterval)}
+	}
+	if a.cli.DBMaxConns < runConnMin {
+		return usageError{fmt.Errorf("--db-max-conns %d is too few for run: it needs at least %d (%d besides the repair workers)", a.cli.DBMaxConns, runConnMin, runConnReserve)}
+	}
+	if w, lowered := workersWithin(c.Workers, a.cli.DBMaxConns, runConnReserve); lowered {
+		a.logger.Warn("fewer repair workers than --workers: the connection budget holds no more", "workers", c.Workers, "db_max_conns", a.cli.DBMaxConns, "effective_workers", w)
+		c.Workers = w
 	}
 	rc, err := c.retainFlags.relayConfig(relay.Config{Workers: c.Workers, MaxAttempts: c.MaxAttempts,
 		RescueStuckJobsAfter: c.RescueAfter, JobTimeout: c.RescueAfter / 3, PruneInterval: c.PruneInterval})
@@ -78,11 +97,11 @@ func (c *runCmd) Run(a *app) error {
 		return configError{err}
 	}
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
-		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", orDefault(c.StripeAPIBase, "https://api.stripe.com"),
+		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", redact.APIBase(c.StripeAPIBase, "https://api.stripe.com"),
 		"stripe_webhook_secret", redactSecretList(c.WebhookSecret), "http_addr", c.HTTPAddr,
 		"admin_addr", c.AdminAddr, "console_password", c.consoleFlags.describe(), "job", cfg.Job,
 		"batch", c.Batch, "grace", c.Grace, "rps", c.RPS, "concurrency", c.Concurrency, "mode", c.Mode,
-		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts,
+		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts, "db_max_conns", a.cli.DBMaxConns,
 		"events_interval", c.EventsInterval, "recent", c.Recent, "recent_interval", c.RecentInterval, "prune_interval", c.PruneInterval,
 		"retain_outbox", postgres.FormatRetention(time.Duration(c.RetainOutbox)),
 		"retain_webhook_events", postgres.FormatRetention(time.Duration(c.RetainWebhookEvents)),
@@ -93,11 +112,11 @@ func (c *runCmd) Run(a *app) error {
 		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"),
 		"stuck_after", cfg.StuckAfter.String())
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
-	pool, err := a.openMigratedDBWith(int32(c.Workers + c.Concurrency + 8))
+	pool, err := a.openMigratedDB()
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	cols, err := a.moneyColumns(pool, c.moneyFlags)
 	if err != nil {
 		return err

@@ -63,8 +63,17 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	if f.Concurrency <= 0 {
 		return cfg, usageError{fmt.Errorf("--concurrency must be positive, got %d", f.Concurrency)}
 	}
-	if f.RPS < 0 {
-		return cfg, usageError{fmt.Errorf("--rps must not be negative, got %g (0 means unlimited)", f.RPS)}
+	if err := checkName("--job", f.Job); err != nil {
+		return cfg, err
+	}
+	if err := checkFinite("--rps", f.RPS, false); err != nil { // 0 means unlimited; NaN and Inf mean nothing
+		return cfg, err
+	}
+	if err := checkPositiveDuration("--list-skew", f.ListSkew); err != nil {
+		return cfg, err
+	}
+	if err := checkPositiveDuration("--max-outage", f.MaxOutage); err != nil {
+		return cfg, err
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
@@ -128,7 +137,7 @@ func (c *scanCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	if err := a.checkStripe(gw); err != nil {
 		return err
 	}

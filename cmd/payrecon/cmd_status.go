@@ -34,7 +34,7 @@ func (c *statusCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer closePool(pool)
 	mon := postgres.NewMonitor(pool)
 	st, err := mon.Status(a.ctx, time.Now(), !c.Estimate, relay.Kind)
 	if err != nil {

@@ -22,3 +22,28 @@ func URL(raw string) string {
 	}
 	return u.Redacted()
 }
+
+// APIBase returns a base URL (STRIPE_API_BASE) fit to print: its whole
+// userinfo (a key passed as the user name is as secret as a password) and
+// every query value replaced by "xxxxx"; "" is the default, shown as dflt.
+// A string that is not a URL is not shown.
+func APIBase(raw, dflt string) string {
+	if raw == "" {
+		return dflt
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return "(set; not a URL, not shown)"
+	}
+	if u.User != nil {
+		u.User = url.User("xxxxx")
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q.Set(k, "xxxxx")
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}

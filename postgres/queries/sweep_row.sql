@@ -1,5 +1,5 @@
 -- One payment as the sweep reads it (a one-off recheck).
 --   @id
-SELECT id, stripe_payment_intent_id, status, version, created_at, updated_at
+SELECT id, coalesce(stripe_payment_intent_id::text, ''), status, version, created_at, updated_at
   FROM payments
  WHERE id = @id
