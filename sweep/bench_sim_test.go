@@ -143,3 +143,51 @@ func BenchmarkEndToEnd(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMoney: the end-to-end sweep of BenchmarkEndToEnd with the money
+// checks off (no local columns read, every money kind ignored) and on (the
+// amount and currency columns read with every row, every rule judged,
+// details written), in each mode; and Stripe requests per verified row,
+// which the money checks must not change (the charge comes in the same
+// answer).
+//
+//	go test -run '^$' -bench Money -benchtime 1x -count 3 ./sweep
+func BenchmarkMoney(b *testing.B) {
+	if testing.Short() {
+		b.Skip("takes a minute")
+	}
+	sb := newSimBench(b, 100_000, stripesim.Faults{})
+	pgtest.Exec(b, sb.pool.Pool(), "ALTER TABLE payments ADD COLUMN amount bigint, ADD COLUMN currency text")
+	pgtest.Exec(b, sb.pool.Pool(), "UPDATE payments SET amount = 1000, currency = 'usd'")
+	pgtest.Exec(b, sb.pool.Pool(), "VACUUM ANALYZE payments")
+	cols, err := postgres.DetectMoneyColumns(context.Background(), sb.pool.Pool(), "amount", "currency")
+	if err != nil || !cols.Amount || !cols.Currency {
+		b.Fatalf("money columns: %+v %v", cols, err)
+	}
+	off := map[payrecon.Kind]bool{}
+	for _, k := range payrecon.MoneyKinds {
+		off[k] = true
+	}
+	plain, withMoney := sb.pool, sb.pool.WithMoneyColumns(cols)
+	n := 0
+	for _, mode := range []sweep.Mode{sweep.ModeRetrieve, sweep.ModeList} {
+		for _, money := range []string{"off", "on"} {
+			b.Run(string(mode)+"/"+money, func(b *testing.B) {
+				cfg := sweep.Config{Batch: 200, Concurrency: 16, Mode: mode, Money: payrecon.MoneyChecks{Ignore: off}}
+				sb.pool = plain
+				if money == "on" {
+					cfg.Money = cols.Checks(nil)
+					sb.pool = withMoney
+				}
+				for b.Loop() {
+					n++
+					sb.sim.ResetStats()
+					rep, took := sb.cycle(b, n, cfg, 0)
+					b.ReportMetric(float64(rep.Verified)/took.Seconds(), "rows/s")
+					b.ReportMetric(float64(sb.sim.Stats().Total())/float64(rep.Verified), "requests/row")
+				}
+			})
+		}
+	}
+	sb.pool = plain
+}
