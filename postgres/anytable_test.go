@@ -376,9 +376,11 @@ func TestTableInstallationKeepsItsKeysAndIndexes(t *testing.T) {
 	}
 	check("fresh table")
 	// An installation older than 00013: its keys came from 00001 and 00002.
-	pgtest.Exec(t, pool, "DELETE FROM payrecon_schema_migrations WHERE version_id = 13")
+	// (Later migrations are forgotten too, as goose refuses a gap below
+	// the database's version; they are idempotent and apply again.)
+	pgtest.Exec(t, pool, "DELETE FROM payrecon_schema_migrations WHERE version_id >= 13")
 	applied, err := postgres.Migrate(ctx, pool, nil)
-	if err != nil || len(applied) != 1 || applied[0].Version != 13 {
+	if err != nil || len(applied) == 0 || applied[0].Version != 13 {
 		t.Fatalf("migrate of an installation at 00012 = %v, %v", applied, err)
 	}
 	check("after 00013 on an older installation")
