@@ -97,6 +97,11 @@ func (r *runner) play(ctx context.Context) error {
 	if _, err := postgres.Migrate(ctx, pool, quiet(r.log)); err != nil {
 		return fmt.Errorf("migrate the demo database: %w", err)
 	}
+	// The demo's application keeps the order's money (payrecon never adds
+	// these columns; it compares them when they are there).
+	if _, err := pool.Exec(ctx, queries.Get("add_money_columns")); err != nil {
+		return fmt.Errorf("add the demo's money columns: %w", err)
+	}
 	sim, err := stripesim.Start(stripesim.Config{Seed: r.cfg.Seed, Logger: quiet(r.log), Clock: &r.simClock})
 	if err != nil {
 		return fmt.Errorf("start the Stripe simulator: %w", err)
@@ -170,10 +175,11 @@ func (r *runner) play(ctx context.Context) error {
 func (r *runner) seed(ctx context.Context) error {
 	rows := make([][]any, len(r.plan.rows))
 	for i, pr := range r.plan.rows {
-		rows[i] = []any{fmt.Sprintf("order_%07d", pr.index+1), pr.intentID, string(payrecon.StatusPending), pr.created, pr.created}
+		amount, currency := pr.localMoney()
+		rows[i] = []any{fmt.Sprintf("order_%07d", pr.index+1), pr.intentID, string(payrecon.StatusPending), pr.created, pr.created, amount, currency}
 	}
 	if _, err := r.pool.CopyFrom(ctx, pgx.Identifier{"payments"},
-		[]string{"order_id", "stripe_payment_intent_id", "status", "created_at", "updated_at"}, pgx.CopyFromRows(rows)); err != nil {
+		[]string{"order_id", "stripe_payment_intent_id", "status", "created_at", "updated_at", "amount", "currency"}, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("seed %d payments: %w", len(rows), err)
 	}
 	res, err := r.pool.Query(ctx, queries.Get("payment_ids"))
@@ -208,7 +214,7 @@ func (r *runner) seed(ctx context.Context) error {
 			status = UnknownStripeStatus
 		}
 		intents = append(intents, stripesim.Intent{ID: pr.intentID, Status: status, Created: pr.created,
-			Amount: 500 + int64(pr.index%40)*250, Currency: "usd"})
+			Amount: pr.amount(), Currency: "usd"})
 	}
 	for i, o := range r.plan.orphans {
 		intents = append(intents, stripesim.Intent{ID: o.intentID, Status: o.status, Created: o.created,
@@ -216,6 +222,17 @@ func (r *runner) seed(ctx context.Context) error {
 	}
 	if err := r.sim.Seed(len(intents), func(i int) stripesim.Intent { return intents[i] }); err != nil {
 		return fmt.Errorf("seed %d PaymentIntents: %w", len(intents), err)
+	}
+	var stuck []int64
+	for i, pr := range r.plan.rows {
+		if pr.role == roleStuck {
+			stuck = append(stuck, r.ids[i])
+		}
+	}
+	if _, err := r.pool.Exec(ctx, queries.Get("seed_inflight"), pgx.StrictNamedArgs{
+		"ids": stuck, "status": string(payrecon.IntentRequiresCapture), "since": time.Now().Add(-stuckSince),
+	}); err != nil {
+		return fmt.Errorf("seed the stuck rows' first observation: %w", err)
 	}
 	return nil
 }
@@ -359,10 +376,21 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 			cycle <- total
 		}
 	}
+	cols, err := postgres.DetectMoneyColumns(ctx, r.pool, "amount", "currency")
+	if err != nil {
+		return sweep.CycleReport{}, err
+	}
+	stuckAfter, err := payrecon.ParseStuckAfter(payrecon.DefaultStuckAfter)
+	if err != nil {
+		return sweep.CycleReport{}, err
+	}
 	svc, err := service.New(r.pool, service.Config{
-		HTTPAddr:  "127.0.0.1:0",
-		AdminAddr: r.cfg.AdminAddr,
+		HTTPAddr:     "127.0.0.1:0",
+		AdminAddr:    r.cfg.AdminAddr,
+		MoneyColumns: cols,
 		Sweep: sweep.Config{
+			Money:       cols.Checks(nil),
+			StuckAfter:  stuckAfter,
 			Batch:       r.cfg.Batch,
 			Grace:       -1, // every webhook has already landed
 			Mode:        sweep.ModeAuto,

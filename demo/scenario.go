@@ -27,6 +27,14 @@ const (
 	roleFailedThenPaid    // payment_failed delivered; the retry's succeeded refused
 	roleMissingExternally // no PaymentIntent in Stripe
 	roleUnknownStatus     // a status payrecon does not know
+	// Money drift: paid on both sides (succeeded delivered), but the money
+	// differs.
+	roleAmountMismatch    // the order's amount is not what Stripe took
+	roleCurrencyMismatch  // the order is in another currency
+	roleRefunded          // refunded in full in the Dashboard; the charge.refunded webhook delivered
+	rolePartiallyRefunded // partly refunded in the Dashboard; its webhook dropped (the sweep finds it)
+	roleDisputed          // disputed by the cardholder; the charge.dispute.created webhook delivered
+	roleStuck             // authorised, never captured: first observed in requires_capture 150 h ago
 	numRoles
 )
 
@@ -65,6 +73,12 @@ func roleSpecs() [numRoles]roleSpec {
 		roleFailedThenPaid:    {"failed, then paid on retry", 0.005, 3, payrecon.KindFailedLocallyPaidExternally, failed, 1, failed},
 		roleMissingExternally: {"no intent in Stripe", 0.005, 3, payrecon.KindMissingExternally, pending, 0, pending},
 		roleUnknownStatus:     {"unknown Stripe status", 0.002, 2, payrecon.KindUnknownStatus, pending, 0, pending},
+		roleAmountMismatch:    {"amount differs", 0.002, 2, payrecon.KindAmountMismatch, paid, 1, paid},
+		roleCurrencyMismatch:  {"currency differs", 0.002, 2, payrecon.KindCurrencyMismatch, paid, 1, paid},
+		roleRefunded:          {"refunded in the Dashboard", 0.002, 2, payrecon.KindRefundedExternally, paid, 1, paid},
+		rolePartiallyRefunded: {"partly refunded, webhook dropped", 0.002, 2, payrecon.KindPartiallyRefunded, paid, 1, paid},
+		roleDisputed:          {"disputed", 0.002, 2, payrecon.KindDisputed, paid, 1, paid},
+		roleStuck:             {"stuck in requires_capture", 0.002, 2, payrecon.KindStuckInFlight, pending, 0, pending},
 	}
 }
 
@@ -82,6 +96,26 @@ const UnknownStripeStatus payrecon.StripeStatus = "requires_reauthorization"
 
 // MinPayments is the smallest scenario that gives every role its minimum.
 const MinPayments = 100
+
+// stuckSince is how long before the run the stuck rows were first observed
+// in requires_capture (as if by an earlier run of payrecon): past the
+// default limit of 144 h.
+const stuckSince = 150 * time.Hour
+
+// amount is the amount of row i's PaymentIntent in Stripe (minor units).
+func (r row) amount() int64 { return 500 + int64(r.index%40)*250 }
+
+// localMoney is the amount and currency the demo's payments row holds: what
+// Stripe has, except where the row's role says otherwise.
+func (r row) localMoney() (int64, string) {
+	switch r.role {
+	case roleAmountMismatch:
+		return r.amount() + 100, "usd"
+	case roleCurrencyMismatch:
+		return r.amount(), "eur"
+	}
+	return r.amount(), "usd"
+}
 
 // row is one planned local payment.
 type row struct {

@@ -82,9 +82,33 @@ func moveIntents(sim *stripesim.Server, p *plan) ([]intentSends, WebhookReport, 
 		var err error
 		var order []int // indexes into events, in delivery order
 		switch r.role {
-		case rolePaid, roleMissedSuccess:
+		case rolePaid, roleMissedSuccess, roleAmountMismatch, roleCurrencyMismatch:
 			err = set(payrecon.IntentSucceeded, true)
 			order = []int{0}
+		case roleStuck:
+			err = set(payrecon.IntentRequiresCapture, false)
+		case roleRefunded, rolePartiallyRefunded, roleDisputed:
+			// Paid, then refunded or disputed in Stripe: its webhook is
+			// delivered (it opens the finding at once), except the partial
+			// refund's, dropped: the sweep finds that one.
+			if err = set(payrecon.IntentSucceeded, true); err != nil {
+				break
+			}
+			var id string
+			switch r.role {
+			case roleRefunded:
+				id, err = sim.Refund(r.intentID, 0)
+			case rolePartiallyRefunded:
+				_, err = sim.Refund(r.intentID, r.amount()/4)
+				rep.Dropped++
+			case roleDisputed:
+				id, err = sim.Dispute(r.intentID)
+			}
+			order = []int{0}
+			if id != "" {
+				events = append(events, id)
+				order = []int{0, 1}
+			}
 		case roleCanceled, roleMissedCancel, rolePaidCanceled:
 			err = set(payrecon.IntentCanceled, true)
 			order = []int{0}

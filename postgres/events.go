@@ -111,7 +111,7 @@ func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now ti
 		return fmt.Errorf("apply event %s: %w", ev.ID, err)
 	}
 	res.Outcome, res.PaymentID = string(ar.Outcome), ar.PaymentID
-	if ar.Outcome != payrecon.PaymentMissing {
+	if ar.Outcome != payrecon.PaymentMissing || e.Ignore[payrecon.KindMissingLocally] {
 		return nil
 	}
 	status := ev.Object.Status

@@ -123,4 +123,16 @@ func TestChargeWebhooksOpenMoneyFindings(t *testing.T) {
 	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM reconciliation_findings WHERE stripe_payment_intent_id = $1", intentID(7)); n != 0 {
 		t.Errorf("an ignored kind was recorded")
 	}
+	// missing_locally ignored: an event for an intent with no local row opens nothing.
+	ev.Ignore[payrecon.KindMissingLocally] = true
+	parsed, err = payrecon.ParseEvent(event("evt_unknown", payrecon.EventPaymentIntentSucceeded, intentID(99), payrecon.IntentSucceeded, b.clock.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := ev.ProcessEvent(context.Background(), parsed); err != nil || res.Outcome != string(payrecon.PaymentMissing) || res.FindingID != 0 {
+		t.Errorf("ignored missing_locally: %+v, %v", res, err)
+	}
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_locally'"); n != 0 {
+		t.Errorf("an ignored missing_locally was recorded")
+	}
 }

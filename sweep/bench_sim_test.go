@@ -143,3 +143,117 @@ func BenchmarkEndToEnd(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMoney: the end-to-end sweep of BenchmarkEndToEnd with the money
+// checks off (no local columns read, every money kind ignored) and on (the
+// amount and currency columns read with every row, every rule judged,
+// details written), in each mode; and Stripe requests per verified row,
+// which the money checks must not change (the charge comes in the same
+// answer).
+//
+//	go test -run '^$' -bench Money -benchtime 1x -count 3 ./sweep
+func BenchmarkMoney(b *testing.B) {
+	if testing.Short() {
+		b.Skip("takes a minute")
+	}
+	sb := newSimBench(b, 100_000, stripesim.Faults{})
+	pgtest.Exec(b, sb.pool.Pool(), "ALTER TABLE payments ADD COLUMN amount bigint, ADD COLUMN currency text")
+	pgtest.Exec(b, sb.pool.Pool(), "UPDATE payments SET amount = 1000, currency = 'usd'")
+	pgtest.Exec(b, sb.pool.Pool(), "VACUUM ANALYZE payments")
+	cols, err := postgres.DetectMoneyColumns(context.Background(), sb.pool.Pool(), "amount", "currency")
+	if err != nil || !cols.Amount || !cols.Currency {
+		b.Fatalf("money columns: %+v %v", cols, err)
+	}
+	off := map[payrecon.Kind]bool{}
+	for _, k := range payrecon.MoneyKinds {
+		off[k] = true
+	}
+	plain, withMoney := sb.pool, sb.pool.WithMoneyColumns(cols)
+	n := 0
+	for _, mode := range []sweep.Mode{sweep.ModeRetrieve, sweep.ModeList} {
+		for _, money := range []string{"off", "on"} {
+			b.Run(string(mode)+"/"+money, func(b *testing.B) {
+				cfg := sweep.Config{Batch: 200, Concurrency: 16, Mode: mode, Money: payrecon.MoneyChecks{Ignore: off}}
+				sb.pool = plain
+				if money == "on" {
+					cfg.Money = cols.Checks(nil)
+					sb.pool = withMoney
+				}
+				for b.Loop() {
+					n++
+					sb.sim.ResetStats()
+					rep, took := sb.cycle(b, n, cfg, 0)
+					b.ReportMetric(float64(rep.Verified)/took.Seconds(), "rows/s")
+					b.ReportMetric(float64(sb.sim.Stats().Total())/float64(rep.Verified), "requests/row")
+				}
+			})
+		}
+	}
+	sb.pool = plain
+}
+
+// BenchmarkMoneyAlternating: the money checks off and on, alternating
+// cycle by cycle (three pairs per mode on 20 k rows), so that a machine
+// shared with other work disturbs both sides alike; it reports each side's
+// median rows/s and their ratio.
+//
+//	go test -run '^$' -bench MoneyAlternating -benchtime 1x ./sweep
+func BenchmarkMoneyAlternating(b *testing.B) {
+	if testing.Short() {
+		b.Skip("takes a minute")
+	}
+	sb := newSimBench(b, 20_000, stripesim.Faults{})
+	pgtest.Exec(b, sb.pool.Pool(), "ALTER TABLE payments ADD COLUMN amount bigint, ADD COLUMN currency text")
+	pgtest.Exec(b, sb.pool.Pool(), "UPDATE payments SET amount = 1000, currency = 'usd'")
+	pgtest.Exec(b, sb.pool.Pool(), "VACUUM ANALYZE payments")
+	cols, err := postgres.DetectMoneyColumns(context.Background(), sb.pool.Pool(), "amount", "currency")
+	if err != nil {
+		b.Fatal(err)
+	}
+	off := map[payrecon.Kind]bool{}
+	for _, k := range payrecon.MoneyKinds {
+		off[k] = true
+	}
+	plain, withMoney := sb.pool, sb.pool.WithMoneyColumns(cols)
+	defer func() { sb.pool = plain }()
+	median := func(xs []float64) float64 {
+		s := append([]float64(nil), xs...)
+		for i := range s {
+			for j := i + 1; j < len(s); j++ {
+				if s[j] < s[i] {
+					s[i], s[j] = s[j], s[i]
+				}
+			}
+		}
+		return s[len(s)/2]
+	}
+	n := 0
+	for _, mode := range []sweep.Mode{sweep.ModeRetrieve, sweep.ModeList} {
+		b.Run(string(mode), func(b *testing.B) {
+			for b.Loop() {
+				var offRates, onRates []float64
+				for range 3 {
+					for _, on := range []bool{false, true} {
+						cfg := sweep.Config{Batch: 200, Concurrency: 16, Mode: mode, Money: payrecon.MoneyChecks{Ignore: off}}
+						sb.pool = plain
+						if on {
+							cfg.Money, sb.pool = cols.Checks(nil), withMoney
+						}
+						n++
+						rep, took := sb.cycle(b, n, cfg, 0)
+						rate := float64(rep.Verified) / took.Seconds()
+						if on {
+							onRates = append(onRates, rate)
+						} else {
+							offRates = append(offRates, rate)
+						}
+					}
+				}
+				b.Logf("%s: off %v rows/s, on %v rows/s", mode, offRates, onRates)
+				b.ReportMetric(median(offRates), "off-rows/s")
+				b.ReportMetric(median(onRates), "on-rows/s")
+				b.ReportMetric(median(onRates)/median(offRates), "on/off")
+			}
+		})
+	}
+}
