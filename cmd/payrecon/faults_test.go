@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"payrecon/internal/pgtest"
 	"payrecon/internal/testkit"
@@ -389,4 +390,37 @@ func TestRepairRescueBoundAfterSIGKILL(t *testing.T) {
 	if n := pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE version > 1"); n != 0 {
 		t.Errorf("%d payments transitioned twice", n)
 	}
+}
+
+// A panic with a connection checked out (as in the batch read that once
+// dereferenced a NULL intent id) must crash, not hang: the deferred
+// closePool does not wait for the connection during a panic, and the
+// panic goes on with its own value.
+func TestClosePoolDuringPanicDoesNotWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		defer closePool(pool)
+		panic("boom")
+	}()
+	select {
+	case r := <-done:
+		if r != "boom" {
+			t.Errorf("recovered %v, want the original panic", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("closePool waited for the checked-out connection during a panic")
+	}
+	conn.Release()
+	pool.Close()
 }
