@@ -111,6 +111,11 @@ func rawEventPage(resp *stripe.APIResponse) (payrecon.EventPage, error) {
 		if head.Object != "event" || head.ID == "" || head.Type == "" {
 			return payrecon.EventPage{}, fmt.Errorf("events page, item %d: not an event (object %q, id %q, type %q)", i, head.Object, head.ID, head.Type)
 		}
+		if head.Created < 0 || head.Created > maxUnixSeconds {
+			// time.Unix would take it, and PostgreSQL would get a time it
+			// cannot store (year 292 billion wraps to 1969 on the way).
+			return payrecon.EventPage{}, fmt.Errorf("events page, item %d (%s): created %d is not a time", i, payrecon.Quote(head.ID, 40), head.Created)
+		}
 		page.Events = append(page.Events, payrecon.RawEvent{
 			ID:      head.ID,
 			Type:    head.Type,

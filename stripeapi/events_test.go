@@ -302,3 +302,20 @@ func serveJSON(t *testing.T, body string) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// An event whose created is 2^63-1 is not a time: the page is refused
+// (unavailable, retried) instead of storing a time that wraps to 1969.
+func TestListEventsCreatedOutOfRange(t *testing.T) {
+	t.Parallel()
+	for _, created := range []string{"9223372036854775807", "-1", "253402300800"} {
+		srvURL := serveJSON(t, `{"object":"list","data":[{"object":"event","id":"evt_1","type":"payment_intent.succeeded","created":`+created+`}],"has_more":false,"url":"/v1/events"}`)
+		gw, err := stripeapi.New(stripeapi.Config{SecretKey: "sk_test_x", APIBase: srvURL, HTTPClient: newClient(t), MaxRetries: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = gw.ListEvents(context.Background(), payrecon.EventQuery{})
+		if u := unavailable(t, err); u.StatusCode != 200 || !strings.Contains(err.Error(), "is not a time") {
+			t.Errorf("created %s: %+v: %v", created, u, err)
+		}
+	}
+}

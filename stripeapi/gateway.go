@@ -128,11 +128,26 @@ func pageLimit(limit int) int64 {
 	return int64(limit)
 }
 
+// maxUnixSeconds is the end of year 9999 UTC: the latest time payrecon
+// takes from Stripe (PostgreSQL's timestamptz goes further, but a time
+// past it is a malformed answer, never a real one).
+const maxUnixSeconds = 253402300799
+
+// unixTime is sec as a time, or the zero time when sec is out of range
+// (negative or past year 9999): an unknown creation time, never a wrapped
+// one.
+func unixTime(sec int64) time.Time {
+	if sec < 0 || sec > maxUnixSeconds {
+		return time.Time{}
+	}
+	return time.Unix(sec, 0).UTC()
+}
+
 func toIntent(pi *stripe.PaymentIntent) payrecon.Intent {
 	return payrecon.Intent{
 		ID:             pi.ID,
 		Status:         payrecon.StripeStatus(pi.Status),
-		Created:        time.Unix(pi.Created, 0).UTC(),
+		Created:        unixTime(pi.Created),
 		Amount:         pi.Amount,
 		AmountReceived: pi.AmountReceived,
 		Currency:       string(pi.Currency),
@@ -159,7 +174,7 @@ func toCharge(ch *stripe.Charge) *payrecon.Charge {
 		Refunded:       ch.Refunded,
 		Disputed:       ch.Disputed,
 		Currency:       string(ch.Currency),
-		Created:        time.Unix(ch.Created, 0).UTC(),
+		Created:        unixTime(ch.Created),
 	}
 }
 

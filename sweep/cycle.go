@@ -123,9 +123,10 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 // goes on (after a pause, or at once after a concurrent run), an error ends
 // the cycle.
 func (s *Sweeper) step(ctx context.Context, rep *CycleReport, outage *outageTracker, rechecksOnly bool, progress ProgressFunc) error {
+	start := s.cfg.Clock.Now()
 	b, err := s.runBatchGracefully(ctx, rechecksOnly)
 	if err != nil {
-		return s.pauseOrFail(ctx, rep, outage, err)
+		return s.pauseOrFail(ctx, rep, outage, start, err)
 	}
 	*outage = outageTracker{}
 	rep.add(b)
@@ -143,8 +144,11 @@ type outageTracker struct {
 
 // pauseOrFail handles a failed batch: nil means "try again" (after a pause
 // for a systemic failure, at once for a concurrent run); any other result
-// ends the cycle.
-func (s *Sweeper) pauseOrFail(ctx context.Context, rep *CycleReport, o *outageTracker, err error) error {
+// ends the cycle. The outage is measured from the start of the first
+// failed batch (a batch against an unreachable Stripe can itself take long:
+// timeouts and stripe-go's retries), and no pause runs past MaxOutage, so
+// the sweep gives up at most one batch's duration after it.
+func (s *Sweeper) pauseOrFail(ctx context.Context, rep *CycleReport, o *outageTracker, batchStart time.Time, err error) error {
 	var sys *SystemicFailureError
 	switch {
 	case errors.Is(err, payrecon.ErrConcurrentRun):
@@ -153,15 +157,17 @@ func (s *Sweeper) pauseOrFail(ctx context.Context, rep *CycleReport, o *outageTr
 		return nil
 	case errors.As(err, &sys):
 		if o.since.IsZero() {
-			o.since, o.pause = s.cfg.Clock.Now(), s.cfg.OutagePause
+			o.since, o.pause = batchStart, s.cfg.OutagePause
 		}
-		if s.cfg.Clock.Now().Sub(o.since) >= s.cfg.MaxOutage {
+		elapsed := s.cfg.Clock.Now().Sub(o.since)
+		if elapsed >= s.cfg.MaxOutage {
 			return fmt.Errorf("job %q: %w (%s): %w", s.cfg.Job, ErrOutage, s.cfg.MaxOutage, err)
 		}
+		pause := min(o.pause, s.cfg.MaxOutage-elapsed)
 		rep.Pauses++
 		s.metrics.pausedFor(s.cfg.Job, err)
-		s.cfg.Logger.Warn("stripe outage: sweep paused", "job", s.cfg.Job, "pause", o.pause, "error", err)
-		if serr := s.cfg.SleepFunc(ctx, o.pause); serr != nil {
+		s.cfg.Logger.Warn("stripe outage: sweep paused", "job", s.cfg.Job, "pause", pause, "error", err)
+		if serr := s.cfg.SleepFunc(ctx, pause); serr != nil {
 			return serr
 		}
 		o.pause = min(o.pause*2, s.cfg.OutagePauseMax)

@@ -2,10 +2,13 @@ package sweep_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"payrecon"
 	"payrecon/internal/pgtest"
+	"payrecon/internal/testkit"
 	"payrecon/sweep"
 )
 
@@ -63,5 +66,33 @@ func TestInvalidLocalRowGetsFindingAndSweepGoesOn(t *testing.T) {
 	if n := b.count(t, `SELECT count(*) FROM reconciliation_findings WHERE payment_id = $1 AND kind = 'invalid_local_row'
 		AND resolved_at IS NOT NULL AND resolution = 'healed'`, b.ids[1]); n != 1 {
 		t.Error("the fixed row's invalid_local_row finding did not heal")
+	}
+}
+
+// --max-outage counts from the start of the first failed batch, not its
+// end: when Stripe refuses slowly (timeouts, stripe-go's retries), a batch
+// can itself outlast MaxOutage, and the sweep must then give up after that
+// one batch rather than pause and fail a second one (5 s once gave up after
+// 56 s).
+func TestMaxOutageCountsFromTheFirstFailedBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, uniform(50))
+	b.gw.failAll(&payrecon.UnavailableError{StatusCode: 503, Err: errors.New("connection refused")})
+	clock := testkit.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+	start := clock.Now()
+	b.gw.hook = func(context.Context, string) { clock.Advance(200 * time.Millisecond) } // a batch: 50 calls, 10 s
+	pauses := 0
+	s := b.sweeper(sweep.Config{Batch: 50, Concurrency: 1, MaxOutage: 5 * time.Second, Clock: clock,
+		SleepFunc: func(ctx context.Context, d time.Duration) error {
+			pauses++
+			clock.Advance(d)
+			return ctx.Err()
+		}})
+	_, err := s.RunCycle(context.Background(), nil)
+	if !errors.Is(err, sweep.ErrOutage) {
+		t.Fatalf("RunCycle err = %v, want ErrOutage", err)
+	}
+	if elapsed := clock.Now().Sub(start); elapsed != 10*time.Second || pauses != 0 {
+		t.Errorf("gave up after %s and %d pauses, want after the one 10 s batch that outlasted --max-outage 5s", elapsed, pauses)
 	}
 }

@@ -16,6 +16,16 @@ import (
 	"payrecon/stripeapi"
 )
 
+// rescueSlack is how much later than --repair-rescue-after a repair job
+// held by a dead replica may be applied by another, with River v0.51's
+// fixed timings: its rescuer looks for stuck jobs every 30 s (on the
+// leader; a dead leader is replaced within about 16 s, and the new one looks
+// at once), a rescued job waits for its retry backoff (1 s ±10 % after a
+// first attempt), River's scheduler makes it available within 5 s, and a
+// worker fetches it within 1 s. 30 + 1.1 + 5 + 1 rounded up. README and
+// TestRepairRescueBoundAfterSIGKILL hold the same figure.
+const rescueSlack = 40 * time.Second
+
 type runCmd struct {
 	stripeFlags
 	sweepFlags
@@ -25,7 +35,7 @@ type runCmd struct {
 	MinCycle       time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum."`
 	Workers        int           `default:"10" help:"Repair commands applied at once (at most --db-max-conns minus 10)."`
 	MaxAttempts    int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
-	RescueAfter    time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River hands it to another (each attempt is cut off at a third of this)."`
+	RescueAfter    time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River rescues it and another replica applies it, within this plus 40 s (River's rescuer runs every 30 s); each attempt is cut off at a third of this."`
 	EventsInterval time.Duration `name:"events-interval" env:"PAYRECON_EVENTS_INTERVAL" default:"30s" help:"Catch up on Stripe's events (GET /v1/events, the webhook's types) this often, through the webhook's code path: a lost webhook is applied within one interval. Needs Events: Read. 0: off."`
 	Recent         time.Duration `name:"recent" default:"0s" help:"Re-verify the rows created within this window, e.g. 72h (list mode, a second sweep job with its own cursor and lease, within the same budget), every --recent-interval, besides the full cycle. 0 (the default): off."`
 	RecentInterval time.Duration `name:"recent-interval" default:"5m" help:"How often the --recent window is re-verified. 0: off."`

@@ -9,10 +9,12 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"payrecon/internal/pgtest"
 	"payrecon/internal/testkit"
@@ -315,4 +317,110 @@ func TestConnectionBudgetHolds(t *testing.T) {
 		t.Errorf("no warning that --workers 50 was lowered to fit the budget:\n%s", p.stderr.String())
 	}
 	t.Logf("peak %d connections of a budget of %d", peak, budget)
+}
+
+// A repair job held by a replica that dies (SIGKILL, mid-attempt) is applied
+// by another within the documented bound: --repair-rescue-after plus
+// rescueSlack (River's rescuer runs every 30 s on its leader, a rescued job
+// waits for its retry backoff, 1 s after a first attempt, and River's
+// scheduler makes it available within 5 s), and never before
+// --repair-rescue-after (it is not taken from a live worker early).
+func TestRepairRescueBoundAfterSIGKILL(t *testing.T) {
+	t.Parallel()
+	const rescueAfter = 9 * time.Second // each attempt is cut off at a third: 3 s to kill it mid-attempt
+	b := setup(t)
+	ids := b.seed(t, [][2]string{{"paid", "succeeded"}, {"pending", "succeeded"}, {"paid", "succeeded"}})
+	pool := pgtestPool(t, b.url)
+	ctx := context.Background()
+	// The repair is queued (a River job, available) by a sweep that exits.
+	if r := runCLI(t, b.env, "scan", "--once", "--grace", "0", "--rps", "0"); r.code != 0 {
+		t.Fatalf("scan exit %d: %s", r.code, r.stderr)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM river_job WHERE kind = 'payrecon_repair' AND state = 'available'"); n != 1 {
+		t.Fatalf("%d repair jobs available, want 1", n)
+	}
+	// Hold the payment's row lock: the first process's repair attempt
+	// blocks in the canonical writer, running, until the process dies.
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // released below; a second rollback is a no-op
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM payments WHERE id = $1 FOR UPDATE", ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--grace", "0", "--min-cycle", "1h", "--rps", "0", "--mode", "retrieve", "--workers", "2",
+		"--repair-rescue-after", rescueAfter.String()}
+	p1 := startBinary(t, b.env, append(args, "--http-addr", freeAddr(t), "--admin-addr", freeAddr(t))...)
+	var attempted time.Time
+	testkit.WaitFor(t, "the first process to start the repair", 60*time.Second, func() bool {
+		err := pool.QueryRow(ctx, "SELECT attempted_at FROM river_job WHERE kind = 'payrecon_repair' AND state = 'running'").Scan(&attempted)
+		return err == nil
+	})
+	if err := p1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	if _, ok := p1.wait(t, 10*time.Second); !ok {
+		t.Fatal("the killed process did not exit")
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM river_job WHERE kind = 'payrecon_repair' AND state = 'running'"); n != 1 {
+		t.Fatalf("%d repair jobs running after the kill, want the dead one's 1 (was the attempt cut off before the kill?)", n)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startBinary(t, b.env, append(args, "--http-addr", freeAddr(t), "--admin-addr", freeAddr(t))...)
+	testkit.WaitFor(t, "the survivor to apply the repair", rescueAfter+rescueSlack+30*time.Second, func() bool {
+		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE id = $1 AND status = 'paid'", ids[1]) == 1
+	})
+	applied := time.Now()
+	t.Logf("repair applied %s after the attempt started, %s after the kill (bound %s + %s)",
+		applied.Sub(attempted).Round(100*time.Millisecond), applied.Sub(killed).Round(100*time.Millisecond), rescueAfter, rescueSlack)
+	if d := applied.Sub(attempted); d > rescueAfter+rescueSlack {
+		t.Errorf("applied %s after the attempt started, past the documented bound of %s + %s", d, rescueAfter, rescueSlack)
+	}
+	var rescuedAt time.Time
+	if err := pool.QueryRow(ctx, "SELECT (errors[1]->>'at')::timestamptz FROM river_job WHERE kind = 'payrecon_repair'").Scan(&rescuedAt); err != nil {
+		t.Fatalf("the rescue left no error on the job: %v", err)
+	}
+	if d := rescuedAt.Sub(attempted); d < rescueAfter {
+		t.Errorf("rescued %s after the attempt started, before --repair-rescue-after %s", d, rescueAfter)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE version > 1"); n != 0 {
+		t.Errorf("%d payments transitioned twice", n)
+	}
+}
+
+// A panic with a connection checked out (as in the batch read that once
+// dereferenced a NULL intent id) must crash, not hang: the deferred
+// closePool does not wait for the connection during a panic, and the
+// panic goes on with its own value.
+func TestClosePoolDuringPanicDoesNotWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		defer closePool(pool)
+		panic("boom")
+	}()
+	select {
+	case r := <-done:
+		if r != "boom" {
+			t.Errorf("recovered %v, want the original panic", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("closePool waited for the checked-out connection during a panic")
+	}
+	conn.Release()
+	pool.Close()
 }
