@@ -167,10 +167,6 @@ func notifyBackoff(attempt int, maxWait time.Duration) time.Duration {
 	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64())) //nolint:gosec // jitter, not security
 }
 
-// errEarlierUndelivered: an earlier transition of the payment is not
-// delivered yet.
-var errEarlierUndelivered = errors.New("an earlier transition of the payment is not delivered yet")
-
 // Work delivers the notification. A 2xx answer acknowledges it; anything
 // else, a connection error or the timeout is an error River retries (the
 // last one discards the job: the dead letter). While an earlier transition
