@@ -63,7 +63,8 @@ type NotifyConfig struct {
 	// ±10 % jitter, at most this); default NotifyRetryMaxDefault.
 	RetryMax time.Duration
 	// Client sends the requests; default an http.Client without its own
-	// timeout (each attempt has Timeout).
+	// timeout (each attempt has Timeout) that keeps a connection per worker
+	// open to the receiver (the standard transport keeps only two).
 	Client *http.Client
 }
 
@@ -83,7 +84,9 @@ func (c NotifyConfig) withDefaults() NotifyConfig {
 		c.RetryMax = NotifyRetryMaxDefault
 	}
 	if c.Client == nil {
-		c.Client = &http.Client{}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = c.Workers
+		c.Client = &http.Client{Transport: t}
 	}
 	return c
 }
