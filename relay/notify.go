@@ -63,7 +63,8 @@ type NotifyConfig struct {
 	// ±10 % jitter, at most this); default NotifyRetryMaxDefault.
 	RetryMax time.Duration
 	// Client sends the requests; default an http.Client without its own
-	// timeout (each attempt has Timeout).
+	// timeout (each attempt has Timeout) that keeps a connection per worker
+	// open to the receiver (the standard transport keeps only two).
 	Client *http.Client
 }
 
@@ -83,7 +84,9 @@ func (c NotifyConfig) withDefaults() NotifyConfig {
 		c.RetryMax = NotifyRetryMaxDefault
 	}
 	if c.Client == nil {
-		c.Client = &http.Client{}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = c.Workers
+		c.Client = &http.Client{Transport: t}
 	}
 	return c
 }
@@ -166,10 +169,6 @@ func notifyBackoff(attempt int, maxWait time.Duration) time.Duration {
 	}
 	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64())) //nolint:gosec // jitter, not security
 }
-
-// errEarlierUndelivered: an earlier transition of the payment is not
-// delivered yet.
-var errEarlierUndelivered = errors.New("an earlier transition of the payment is not delivered yet")
 
 // Work delivers the notification. A 2xx answer acknowledges it; anything
 // else, a connection error or the timeout is an error River retries (the

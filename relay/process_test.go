@@ -31,6 +31,8 @@ const (
 	helperWorkers = "PAYRECON_RELAY_HELPER_WORKERS"
 	// helperCooldown, when set, is the drainer's FetchCooldown.
 	helperCooldown = "PAYRECON_RELAY_HELPER_FETCH_COOLDOWN"
+	// helperNotifyURL, for role "notify", is the receiver's URL.
+	helperNotifyURL = "PAYRECON_RELAY_HELPER_NOTIFY_URL"
 	// helperAppName is the application_name of the helpers' connections.
 	helperAppName = "payrecon_relay_helper"
 )
@@ -41,6 +43,10 @@ const (
 // and rescue; role "bench" the production defaults.
 func TestHelperProcess(t *testing.T) {
 	role := os.Getenv(helperRole)
+	if role == "notify" {
+		helperNotify()
+		return
+	}
 	if role != "drain" && role != "drain-patient" && role != "bench" {
 		return
 	}

@@ -126,7 +126,7 @@ func (c *relayCmd) Run(a *app) error {
 		fmt.Fprintf(tw, "took\t%s\t\n", rep.Duration.Round(time.Millisecond))
 		return tw.Flush()
 	}
-	a.logger.Info("applying repair commands continuously; stop with Ctrl-C", "workers", c.Workers)
+	a.logger.Info("applying repair commands continuously; stop with Ctrl-C", append([]any{"workers", c.Workers}, c.notifyFlags.describe()...)...)
 	if err := rl.Start(a.ctx); err != nil {
 		return err
 	}

@@ -44,6 +44,21 @@ func TestPaymentsShowHistory(t *testing.T) {
 	if n := pgtest.Count(t, pool, "SELECT count(*) FROM river_job WHERE kind = 'payrecon_notify'"); n != 1 {
 		t.Errorf("%d notification jobs, want 1", n)
 	}
+	// Nothing listens on the notify URL: the notification waits, and status
+	// says so.
+	var st struct {
+		Notifications *struct {
+			Backlog     int64 `json:"backlog"`
+			DeadLetters int64 `json:"dead_letters"`
+		} `json:"notifications"`
+	}
+	mustJSON(t, runCLI(t, b.env, "status", "--json"), &st)
+	if st.Notifications == nil || st.Notifications.Backlog != 1 || st.Notifications.DeadLetters != 0 {
+		t.Errorf("status notifications = %+v, want a backlog of 1", st.Notifications)
+	}
+	if r := runCLI(t, b.env, "status"); !strings.Contains(r.stdout, "notifications") {
+		t.Errorf("status does not show the notifications:\n%s", r.stdout)
+	}
 	var order string
 	if err := pool.QueryRow(context.Background(), "SELECT order_id FROM payments WHERE id = $1", ids[0]).Scan(&order); err != nil {
 		t.Fatal(err)
