@@ -1,4 +1,4 @@
--- Three changes for issue 13, one file (each statement runs on its own: DROP
+-- Two changes for issue 13, one file (each statement runs on its own: DROP
 -- INDEX CONCURRENTLY cannot run inside a transaction).
 --
 -- 1. Leases with a heartbeat (postgres/lease.go). A job's lease is this row:
@@ -21,10 +21,6 @@
 --    index of payrecon's may name last_reconciled_at or
 --    observed_external_status (a partial index's predicate counts too).
 --    IF EXISTS: a view standing in for payments never had it.
---
--- 3. The recheck queue remembers when each queued row was last verified
---    (verified_before), so that the lag reads its exceptions from the
---    queue's own index.
 
 -- +goose NO TRANSACTION
 -- +goose Up
@@ -40,17 +36,7 @@ CREATE TABLE IF NOT EXISTS payrecon_leases (
 
 DROP INDEX CONCURRENTLY IF EXISTS payments_reconciled_order;
 
--- A queued row's last verification (or creation) when it was queued: the
--- lag's exceptions without a lookup in payments (NULL for rows queued
--- before this migration: the lag looks those up).
-ALTER TABLE reconciliation_recheck ADD COLUMN IF NOT EXISTS verified_before timestamptz;
-
-CREATE INDEX IF NOT EXISTS reconciliation_recheck_verified_before
-    ON reconciliation_recheck (job, verified_before);
-
 -- +goose Down
-DROP INDEX IF EXISTS reconciliation_recheck_verified_before;
-ALTER TABLE reconciliation_recheck DROP COLUMN IF EXISTS verified_before;
 -- The index is not rebuilt here (payments may be a view, and a build on a
 -- large table is the operator's call): going back below 00005 and up again
 -- rebuilds it.

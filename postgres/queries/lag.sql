@@ -8,9 +8,7 @@
 --     it by the current cycle, later still;
 --   * a row visited but not verified (Stripe unanswered, changed locally,
 --     inside the grace window) stays in that job's recheck queue until it
---     is, with its last verification when it was queued (verified_before,
---     the first entry of reconciliation_recheck_verified_before; rows
---     queued before migration 00015 are looked up in payments);
+--     is: those rows are read one by one (few, by the queue's key);
 --   * before any cycle completed, the rows after the cursor count with
 --     their own times (a scan of the rest of the table, once);
 --   * with no sweep job at all, every row does (a scan).
@@ -32,11 +30,9 @@ SELECT CASE
                               least(c.cycle_started_at,
                                     (SELECT min(coalesce(p.last_reconciled_at, p.created_at))
                                        FROM payments p WHERE p.id > c.last_id))),
-                     (SELECT min(r.verified_before) FROM reconciliation_recheck r
-                       WHERE r.job = c.job AND r.verified_before IS NOT NULL),
                      (SELECT min(coalesce(p.last_reconciled_at, p.created_at))
                         FROM reconciliation_recheck r JOIN payments p ON p.id = r.payment_id
-                       WHERE r.job = c.job AND r.verified_before IS NULL))
+                       WHERE r.job = c.job))
               FROM c)
        END
  WHERE (SELECT id FROM payments ORDER BY id LIMIT 1) IS NOT NULL -- by the primary key
