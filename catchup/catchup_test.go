@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -483,4 +484,41 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label string) float64
 		}
 	}
 	return 0
+}
+
+// A lease that cannot be taken (the database refusing connections) does
+// not stop Run: it retries, and catches up once the lease comes (issue 13,
+// defect 2; Run used to return the error, and `run` exited 1).
+func TestRunRetriesALeaseItCannotTake(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ids := b.payments(t, 5)
+	pool := b.newPool(t)
+	var attempts atomic.Int32
+	c := catchup.New(b.gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil), postgres.NewEventCursors(pool), catchup.Config{
+		Since: time.Hour, Interval: 20 * time.Millisecond,
+		SleepFunc: func(ctx context.Context, d time.Duration) error {
+			return payrecon.Sleep(ctx, min(d, 20*time.Millisecond))
+		},
+		LeaseFunc: func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+			if attempts.Add(1) <= 3 {
+				return nil, errors.New("acquire lease \"events\": dial tcp 127.0.0.1:5432: connect: connection refused")
+			}
+			return postgres.AcquireLease(ctx, pool, job, wait)
+		},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	b.move(t, ids, payrecon.IntentSucceeded)
+	testkit.WaitFor(t, "every event applied after the lease came", 30*time.Second, func() bool {
+		return b.count(t, "SELECT coalesce((SELECT (outcomes->>'applied')::int FROM stripe_events_cursor), 0)") == 5
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+	if n := attempts.Load(); n < 4 {
+		t.Errorf("lease tried %d times, want the three failures and a success", n)
+	}
 }

@@ -94,7 +94,7 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 		s.metrics.cycleDone(s.cfg.Job, rep)
 		s.cfg.Logger.Info("sweep cycle complete", "job", s.cfg.Job, "rows", rep.Scanned,
 			"duration", rep.Duration.Round(time.Millisecond), "new_findings", rep.NewFindings, "resolved", rep.Resolved)
-		if err := s.idle(ctx, started.Add(s.cfg.MinCycle), progress); err != nil {
+		if err := s.idle(ctx, started.Add(s.cfg.MinCycle), progress, lease); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -103,14 +103,24 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 	}
 }
 
-// idle waits until next, running recheck batches as rows come due.
-func (s *Sweeper) idle(ctx context.Context, next time.Time, progress ProgressFunc) error {
+// idle waits until next, running recheck batches as rows come due. With a
+// lease it wakes at least every second to check that the lease is still
+// held, and steps down (errLeaseLost) as soon as it is not.
+func (s *Sweeper) idle(ctx context.Context, next time.Time, progress ProgressFunc, lease Lease) error {
 	for {
 		now := s.cfg.Clock.Now()
 		if !now.Before(next) {
 			return nil
 		}
 		wake := next
+		if lease != nil {
+			if err := lease.Alive(ctx); err != nil {
+				return fmt.Errorf("%w: %w", errLeaseLost, err)
+			}
+			if check := now.Add(time.Second); check.Before(wake) {
+				wake = check
+			}
+		}
 		due, err := s.store.NextRecheck(ctx, s.cfg.Job, "")
 		if err != nil {
 			return err

@@ -132,3 +132,51 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// `scan --once` while another process holds the job's lease (heartbeating):
+// exit status 3, naming the holder; with --wait it waits, and sweeps once
+// the holder lets go. A holder whose heartbeat is older than
+// --lease-timeout does not count: scan takes the lease over.
+func TestScanOnceLeaseHeldExitsThree(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t, [][2]string{{"paid", "succeeded"}, {"paid", "succeeded"}})
+	pool := pgtestPool(t, b.url)
+	ctx := context.Background()
+	l, err := postgres.AcquireLeaseTimeout(ctx, pool, "payments-vs-stripe", false, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, b.env, "scan", "--once", "--rps", "0")
+	if r.code != 3 || !strings.Contains(r.stderr, "being swept by another process (backend pid") {
+		t.Fatalf("scan while the lease is held: exit %d, stderr %q; want 3 naming the holder", r.code, r.stderr)
+	}
+	done := make(chan result, 1)
+	go func() { done <- runCLI(t, b.env, "scan", "--once", "--wait", "--rps", "0") }()
+	select {
+	case r := <-done:
+		t.Fatalf("scan --wait returned while the lease was held: %d %s", r.code, r.stderr)
+	case <-time.After(2 * time.Second):
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.code != 0 {
+		t.Fatalf("scan --wait after the release: exit %d %s", r.code, r.stderr)
+	}
+
+	// A frozen holder: its session stays, its heartbeat stops (the row's
+	// heartbeat is set back, as if it had been silent for a minute).
+	l, err = postgres.AcquireLeaseTimeout(ctx, pool, "payments-vs-stripe", false, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx) //nolint:errcheck
+	pgtest.Exec(t, pool, "UPDATE payrecon_leases SET heartbeat_at = now() - interval '1 minute' WHERE job = 'payments-vs-stripe'")
+	if r := runCLI(t, b.env, "scan", "--once", "--rps", "0", "--lease-timeout", "30s"); r.code != 0 {
+		t.Fatalf("scan with a holder silent for a minute (--lease-timeout 30s): exit %d %s", r.code, r.stderr)
+	}
+	if r := runCLI(t, b.env, "scan", "--once", "--rps", "0", "--lease-timeout", "500ms"); r.code != 2 {
+		t.Errorf("--lease-timeout 500ms: exit %d, want 2", r.code)
+	}
+}

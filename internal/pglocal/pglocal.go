@@ -55,17 +55,21 @@ func Start(ctx context.Context, logger *slog.Logger) (url string, stop func(), e
 // Cluster is a throwaway cluster that a test can stop and start again on
 // the same port, its data kept (a database restart, an outage).
 type Cluster struct {
-	c    *cluster
-	port int
-	url  string
+	settings []string
+	c        *cluster
+	port     int
+	url      string
 	// Stop stops the server at once and removes its folder (as Start's stop).
 	Stop func()
 }
 
 // StartCluster is Start, returning a Cluster that can also be paused and
 // resumed.
-func StartCluster(ctx context.Context, logger *slog.Logger) (*Cluster, error) {
-	cl := &Cluster{}
+// Settings (each "name=value") are passed to the server after the
+// defaults, which they override (e.g. full_page_writes=on for a benchmark
+// of WAL volume).
+func StartCluster(ctx context.Context, logger *slog.Logger, settings ...string) (*Cluster, error) {
+	cl := &Cluster{settings: settings}
 	url, stop, err := startCluster(ctx, logger, "", cl)
 	if err != nil {
 		return nil, err
@@ -124,6 +128,9 @@ func startCluster(ctx context.Context, logger *slog.Logger, parent string, cl *C
 		return "", nil, fmt.Errorf("create a folder for the throwaway PostgreSQL: %w", err)
 	}
 	c := &cluster{dir: dir, data: filepath.Join(dir, "data"), pgctl: pgctl, cred: cred, log: logger}
+	if cl != nil {
+		c.settings = cl.settings
+	}
 	if cred != nil {
 		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			_ = os.RemoveAll(dir)
@@ -165,6 +172,7 @@ type cluster struct {
 	pgctl     string
 	cred      *syscall.Credential
 	log       *slog.Logger
+	settings  []string
 	started   bool
 	once      sync.Once
 }
@@ -194,6 +202,9 @@ func (c *cluster) start(ctx context.Context, port int) error {
 	logFile := filepath.Join(c.dir, "postgres.log")
 	opts := fmt.Sprintf("-p %d -c listen_addresses=127.0.0.1 -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200",
 		port, c.dir)
+	for _, kv := range c.settings {
+		opts += " -c " + kv
+	}
 	cmd := c.command(ctx, c.pgctl, "start", "-w", "-t", strconv.Itoa(int(startTimeout/time.Second)),
 		"-D", c.data, "-l", logFile, "-o", opts)
 	out, err := cmd.CombinedOutput()
