@@ -160,6 +160,13 @@ func TestLagQueryReadsPayreconsTables(t *testing.T) {
 	if lag := lagNow(); lag < 179*time.Minute || lag > 181*time.Minute {
 		t.Errorf("lag = %s, want the queued row's last verification, 3h ago", lag)
 	}
+	// A row queued by the sweep since 00015 carries its last verification
+	// in the queue (verified_before): no lookup in payments.
+	pgtest.Exec(t, pool, `INSERT INTO reconciliation_recheck (job, payment_id, reason, due_at, verified_before)
+		VALUES ('payments-vs-stripe', 16000, 'unverifiable', now(), now() - interval '4 hours')`)
+	if lag := lagNow(); lag < 239*time.Minute || lag > 241*time.Minute {
+		t.Errorf("lag = %s, want the queue's verified_before, 4h ago", lag)
+	}
 }
 
 func TestLagEmptyTable(t *testing.T) {

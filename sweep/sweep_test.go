@@ -113,6 +113,18 @@ func TestUnavailableRowIsNotVerified(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM reconciliation_recheck WHERE payment_id = $1 AND reason = 'unverifiable' AND last_error LIKE '%503%'", b.ids[4]); n != 1 {
 		t.Error("unverifiable row not queued for recheck")
 	}
+	// The queue remembers when the row was last verified (never: its
+	// creation), for the lag, and keeps it when the row fails again.
+	const since = "SELECT count(*) FROM reconciliation_recheck r JOIN payments p ON p.id = r.payment_id WHERE r.payment_id = $1 AND r.verified_before = p.created_at"
+	if n := b.count(t, since, b.ids[4]); n != 1 {
+		t.Error("the queued row's verified_before is not its creation time")
+	}
+	if _, _, err := b.sweeper(sweep.Config{Batch: 100}).Recheck(context.Background(), []payrecon.PaymentRow{{ID: b.ids[4], IntentID: "pi_00005", Status: payrecon.StatusPending}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, since+" AND r.attempts = 2", b.ids[4]); n != 1 {
+		t.Error("a second failure changed the queued row's verified_before (or did not count)")
+	}
 }
 
 // Rows left unverifiable are rechecked before RunCycle returns, not a cycle

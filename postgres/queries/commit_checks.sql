@@ -162,13 +162,17 @@ recheck_done AS (
     RETURNING r.payment_id
 ),
 recheck_add AS (
-    INSERT INTO reconciliation_recheck AS r (job, payment_id, reason, attempts, due_at, last_error)
-    SELECT @job, i.payment_id, i.recheck_reason, 1, i.recheck_at, i.err
-      FROM input i
-     WHERE i.recheck_at IS NOT NULL AND i.observed IS NULL
-    UNION ALL
-    SELECT @job, s.payment_id, @changed, 1, @now::timestamptz + @grace::interval, 'row changed while it was checked'
-      FROM stale s
+    -- verified_before: the row's last verification (or creation) when it
+    -- was first queued, kept while it stays queued (queries/lag.sql).
+    INSERT INTO reconciliation_recheck AS r (job, payment_id, reason, attempts, due_at, last_error, verified_before)
+    SELECT q.job, q.payment_id, q.reason, 1, q.due_at, q.last_error, coalesce(p.last_reconciled_at, p.created_at)
+      FROM (SELECT @job AS job, i.payment_id, i.recheck_reason AS reason, i.recheck_at AS due_at, i.err AS last_error
+              FROM input i
+             WHERE i.recheck_at IS NOT NULL AND i.observed IS NULL
+            UNION ALL
+            SELECT @job, s.payment_id, @changed, @now::timestamptz + @grace::interval, 'row changed while it was checked'
+              FROM stale s) q
+      LEFT JOIN payments p ON p.id = q.payment_id
         ON CONFLICT (job, payment_id) DO UPDATE
        SET reason = EXCLUDED.reason,
            attempts = r.attempts + 1,

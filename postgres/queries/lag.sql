@@ -8,7 +8,9 @@
 --     it by the current cycle, later still;
 --   * a row visited but not verified (Stripe unanswered, changed locally,
 --     inside the grace window) stays in that job's recheck queue until it
---     is: those rows are read one by one (few, by the queue's key);
+--     is, with its last verification when it was queued (verified_before,
+--     the first entry of reconciliation_recheck_verified_before; rows
+--     queued before migration 00018 are looked up in payments);
 --   * before any cycle completed, the rows after the cursor count with
 --     their own times (a scan of the rest of the table, once);
 --   * with no sweep job at all, every row does (a scan).
@@ -30,9 +32,11 @@ SELECT CASE
                               least(c.cycle_started_at,
                                     (SELECT min(coalesce(p.last_reconciled_at, p.created_at))
                                        FROM payments p WHERE p.id > c.last_id))),
+                     (SELECT min(r.verified_before) FROM reconciliation_recheck r
+                       WHERE r.job = c.job AND r.verified_before IS NOT NULL),
                      (SELECT min(coalesce(p.last_reconciled_at, p.created_at))
                         FROM reconciliation_recheck r JOIN payments p ON p.id = r.payment_id
-                       WHERE r.job = c.job))
+                       WHERE r.job = c.job AND r.verified_before IS NULL))
               FROM c)
        END
  WHERE (SELECT id FROM payments ORDER BY id LIMIT 1) IS NOT NULL -- by the primary key
