@@ -240,10 +240,14 @@ func (r *Findings) RepairCommandFor(ctx context.Context, findingID int64) (int64
 
 // SweepRow reads a payment as the sweep reads it (for a one-off recheck).
 func (s *Store) SweepRow(ctx context.Context, id int64) (payrecon.PaymentRow, error) {
-	var r payrecon.PaymentRow
-	var status string
-	err := s.pool.QueryRow(ctx, queries.Get("sweep_row"), pgx.StrictNamedArgs{"id": id}).
-		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt)
+	var (
+		r        payrecon.PaymentRow
+		status   string
+		amount   *int64
+		currency *string
+	)
+	err := s.pool.QueryRow(ctx, s.read("sweep_row"), pgx.StrictNamedArgs{"id": id}).
+		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("payment %d: %w", id, payrecon.ErrNotFound)
 	}
@@ -251,6 +255,7 @@ func (s *Store) SweepRow(ctx context.Context, id int64) (payrecon.PaymentRow, er
 		return r, fmt.Errorf("payment %d: %w", id, err)
 	}
 	r.Status = payrecon.LocalStatus(status)
+	r.Money = s.localMoney(amount, currency)
 	return r, nil
 }
 

@@ -111,7 +111,7 @@ func (s *Store) WithMoneyColumns(m MoneyColumns) *Store {
 	r := *s
 	r.money = &m
 	r.reads = map[string]string{}
-	for _, name := range []string{"read_batch", "read_recent_batch", "read_rechecks"} {
+	for _, name := range []string{"read_batch", "read_recent_batch", "read_rechecks", "sweep_row"} {
 		r.reads[name] = moneySQL(queries.Get(name), m)
 	}
 	return &r

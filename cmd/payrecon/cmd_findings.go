@@ -294,6 +294,10 @@ func (c *findingsResolveCmd) Run(a *app) error {
 
 type findingsRecheckCmd struct {
 	stripeFlags
+	// The money checks judge as the sweep does: without them a money
+	// finding is left as it is, never healed by a check that did not
+	// look.
+	moneyFlags
 	ID   int64  `arg:"" help:"Finding id."`
 	Job  string `default:"payments-vs-stripe" help:"Job the recheck is recorded under."`
 	JSON bool   `help:"Print JSON."`
@@ -316,6 +320,13 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	}
 	store, err := a.sweepStore(pool)
 	if err != nil {
+		return err
+	}
+	cfg := sweep.Config{Job: c.Job, Logger: a.logger}
+	if cfg.Money.Ignore, err = c.ignore(); err != nil {
+		return err
+	}
+	if store, cfg, _, err = a.withMoney(pool, store, cfg, c.moneyFlags); err != nil {
 		return err
 	}
 	paymentID := int64(0)
@@ -345,7 +356,7 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	s := sweep.New(store, gw, sweep.Config{Job: c.Job, Logger: a.logger})
+	s := sweep.New(store, gw, cfg)
 	_, checks, err := s.Recheck(a.ctx, []payrecon.PaymentRow{row})
 	if err != nil {
 		return err

@@ -109,4 +109,22 @@ func TestScanMoneyColumnsAndIgnoreKinds(t *testing.T) {
 		len(st.Ignore) != 1 || st.Ignore[0] != "partially_refunded" {
 		t.Errorf("status --json: %v %+v\n%s", err, st, r.stdout)
 	}
+
+	// findings recheck judges the money as the sweep does: the amount
+	// fixed in the row heals its finding; the currency still wrong keeps
+	// its finding open.
+	pgtest.Exec(t, pool, "UPDATE payments SET amount = 1000 WHERE id = $1", ids[0])
+	amount := pgtest.Count(t, pool, "SELECT id FROM reconciliation_findings WHERE kind = 'amount_mismatch'")
+	currency := pgtest.Count(t, pool, "SELECT id FROM reconciliation_findings WHERE kind = 'currency_mismatch'")
+	for _, id := range []int{amount, currency} {
+		if r := runCLI(t, env, "findings", "recheck", fmt.Sprint(id)); r.code != 0 {
+			t.Fatalf("findings recheck %d: exit %d\n%s%s", id, r.code, r.stdout, r.stderr)
+		}
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE id = $1 AND resolved_at IS NOT NULL", amount); n != 1 {
+		t.Error("findings recheck left the amount_mismatch open after the row's amount was fixed")
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE id = $1 AND resolved_at IS NULL", currency); n != 1 {
+		t.Error("findings recheck closed the currency_mismatch while the drift stands")
+	}
 }

@@ -1,5 +1,8 @@
--- One payment as the sweep reads it (a one-off recheck).
+-- One payment as the sweep reads it (a one-off recheck). The local money
+-- columns, when payments has them, replace the two NULLs
+-- (postgres.MoneyColumns).
 --   @id
-SELECT id, coalesce(stripe_payment_intent_id::text, ''), status, version, created_at, updated_at
-  FROM payments
- WHERE id = @id
+SELECT p.id, coalesce(p.stripe_payment_intent_id::text, ''), p.status, p.version, p.created_at, p.updated_at,
+       NULL::bigint /*amount:p*/, NULL::text /*currency:p*/
+  FROM payments p
+ WHERE p.id = @id
