@@ -79,7 +79,7 @@ func (c *eventsCmd) Run(a *app) error {
 		return err
 	}
 	defer closePool(pool)
-	if err := a.checkEventsAccess(gw); err != nil {
+	if err := a.checkAccess(gw, stripeapi.AccessNeeds{Events: true}); err != nil {
 		return err
 	}
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
@@ -146,10 +146,11 @@ func printCatchUp(a *app, rep catchup.Report) {
 	}
 }
 
-// checkEventsAccess proves, before any catching up, that the key may list
-// events (Events: Read): a 403 names the permission and exits 2. An outage
-// only warns; the catch-up's rounds retry.
-func (a *app) checkEventsAccess(gw payrecon.Gateway) error {
+// checkAccess proves, before any work, that the key may do what the
+// configuration needs (stripeapi.CheckAccess: Charges: Read for the
+// expanded charge, Events: Read for the catch-up): a 403 names the
+// permission and exits 2. An outage only warns; the work retries.
+func (a *app) checkAccess(gw payrecon.Gateway, needs stripeapi.AccessNeeds) error {
 	ac, ok := gw.(interface {
 		CheckAccess(context.Context, stripeapi.AccessNeeds) error
 	})
@@ -158,7 +159,7 @@ func (a *app) checkEventsAccess(gw payrecon.Gateway) error {
 	}
 	ctx, cancel := context.WithTimeout(a.ctx, 30*time.Second)
 	defer cancel()
-	err := ac.CheckAccess(ctx, stripeapi.AccessNeeds{Events: true})
+	err := ac.CheckAccess(ctx, needs)
 	switch {
 	case err == nil:
 		return nil
@@ -167,6 +168,6 @@ func (a *app) checkEventsAccess(gw payrecon.Gateway) error {
 	case a.ctx.Err() != nil:
 		return a.ctx.Err()
 	}
-	a.logger.Warn("Stripe did not answer the events access check; going on", "error", err)
+	a.logger.Warn("Stripe did not answer the access check; going on", "error", err)
 	return nil
 }

@@ -162,10 +162,10 @@ func (c *runCmd) Run(a *app) error {
 	if err := a.checkStripe(svc.Gateway()); err != nil {
 		return err
 	}
-	if c.EventsInterval > 0 {
-		if err := a.checkEventsAccess(svc.Gateway()); err != nil {
-			return err
-		}
+	// The sweep reads every intent with its latest charge expanded (Charges:
+	// Read); the catch-up lists events (Events: Read).
+	if err := a.checkAccess(svc.Gateway(), stripeapi.AccessNeeds{Charges: true, Events: c.EventsInterval > 0}); err != nil {
+		return err
 	}
 	err = svc.Run(a.ctx)
 	if errors.Is(err, context.Canceled) && a.ctx.Err() != nil {

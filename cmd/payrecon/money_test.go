@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"payrecon/stripesim"
 	"strings"
 	"testing"
 
@@ -126,5 +127,24 @@ func TestScanMoneyColumnsAndIgnoreKinds(t *testing.T) {
 	}
 	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE id = $1 AND resolved_at IS NULL", currency); n != 1 {
 		t.Error("findings recheck closed the currency_mismatch while the drift stands")
+	}
+}
+
+// run proves at start that the key may read the charges it expands (and
+// the events it catches up on): a restricted key without Charges: Read
+// exits 2 in one line naming the permission, before any row is swept.
+func TestRunRefusesAKeyWithoutChargesRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seed(t, [][2]string{{"paid", "succeeded"}})
+	b.sim.SetFaults(stripesim.Faults{MissingPermissions: []string{stripesim.PermissionChargeRead}})
+	r := runCLI(t, b.env, "run", "--http-addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0")
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if last := lines[len(lines)-1]; r.code != 2 || !strings.Contains(last, "Charges: Read") {
+		t.Fatalf("run with a key without Charges: Read: exit %d, last line %q", r.code, last)
+	}
+	pool := pgtestPool(t, b.url)
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NOT NULL"); n != 0 {
+		t.Errorf("%d rows verified by a run that should not have started", n)
 	}
 }
