@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"payrecon/internal/digits"
 )
 
 //go:embed templates/*.html
@@ -156,21 +158,7 @@ func formatRate(f float64) string {
 }
 
 // groupDigits puts thin spaces between groups of three digits.
-func groupDigits(s string) string {
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteRune('\u202f')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func groupDigits(s string) string { return digits.GroupString(s, "\u202f") }
 
 // currencyExponent is the number of minor-unit digits, per Stripe's lists
 // of zero- and three-decimal currencies; two for every other.

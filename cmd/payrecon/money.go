@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"payrecon"
+	"payrecon/internal/digits"
 	"payrecon/postgres"
 )
 
@@ -131,19 +132,4 @@ func describeLocalMoney(d postgres.FindingDetails) string {
 }
 
 // thousands writes n with comma separators: 5000 → "5,000".
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+func thousands(n int64) string { return digits.Group(n, ",") }
