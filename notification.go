@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,14 +36,7 @@ const (
 var TransitionSources = []TransitionSource{SourceWebhook, SourceEvents, SourceRepair, SourceManual}
 
 // Valid reports whether s is one of TransitionSources.
-func (s TransitionSource) Valid() bool {
-	for _, x := range TransitionSources {
-		if s == x {
-			return true
-		}
-	}
-	return false
-}
+func (s TransitionSource) Valid() bool { return slices.Contains(TransitionSources, s) }
 
 // Origin says where a command came from: recorded on the transition it
 // makes.

@@ -1,5 +1,7 @@
 package payrecon
 
+import "slices"
+
 // Command names a state transition of a payment. Repair commands travel
 // through the outbox as outbox.event_type; webhooks map to the same commands,
 // so both roads end in the same transition: the PostgreSQL function
@@ -109,14 +111,7 @@ const (
 var Outcomes = []Outcome{Applied, AlreadyInTarget, MovedElsewhere, PaymentMissing}
 
 // Valid reports whether o is one of Outcomes.
-func (o Outcome) Valid() bool {
-	for _, x := range Outcomes {
-		if o == x {
-			return true
-		}
-	}
-	return false
-}
+func (o Outcome) Valid() bool { return slices.Contains(Outcomes, o) }
 
 // Resolution says why a finding was closed.
 type Resolution string
