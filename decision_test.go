@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Every cell of the decision table, pinned. Changing a verdict is a

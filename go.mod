@@ -1,4 +1,4 @@
-module payrecon
+module github.com/payrecon/payrecon
 
 go 1.26.8
 

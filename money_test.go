@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 func amt(n int64) *int64 { return &n }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 func TestPlan(t *testing.T) {

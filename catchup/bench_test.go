@@ -12,14 +12,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
-	"payrecon/catchup"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/simtest"
-	"payrecon/postgres"
-	"payrecon/stripeapi"
-	"payrecon/stripesim"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/catchup"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/stripesim"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // benchDuration is how long each benchmark runs the service's parts

@@ -34,8 +34,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"payrecon"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // Defaults of Config.

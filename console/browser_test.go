@@ -18,10 +18,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"payrecon"
-	"payrecon/internal/browsertest"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/testkit"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/browsertest"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/testkit"
 )
 
 // css is a CSS selector.

@@ -42,7 +42,7 @@ import (
 	"strings"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Prefix is where the console is mounted.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // page is what every template gets.

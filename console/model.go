@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // ReadModel is what the console's pages read. Its methods only read: the

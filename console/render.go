@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"payrecon/internal/digits"
+	"github.com/payrecon/payrecon/internal/digits"
 )
 
 //go:embed templates/*.html

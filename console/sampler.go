@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // SampleStore keeps the history the overview's charts draw.

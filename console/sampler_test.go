@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"payrecon/console"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/testkit"
-	"payrecon/postgres"
-	"payrecon/relay"
+	"github.com/payrecon/payrecon/console"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
 )
 
 // The sampler: one row a minute however many replicas sample at once; the

@@ -15,16 +15,16 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
-	"payrecon/console"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/simtest"
-	"payrecon/internal/testkit"
-	"payrecon/relay"
-	"payrecon/service"
-	"payrecon/stripeapi"
-	"payrecon/stripesim"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/console"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/service"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/stripesim"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 const (

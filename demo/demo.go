@@ -44,9 +44,9 @@ import (
 	"log/slog"
 	"time"
 
-	"payrecon/internal/pgadmin"
-	"payrecon/internal/redact"
-	"payrecon/internal/sqlq"
+	"github.com/payrecon/payrecon/internal/pgadmin"
+	"github.com/payrecon/payrecon/internal/redact"
+	"github.com/payrecon/payrecon/internal/sqlq"
 )
 
 // Defaults of Config.

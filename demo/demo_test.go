@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"payrecon"
-	"payrecon/internal/pgadmin"
-	"payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgadmin"
+	"github.com/payrecon/payrecon/internal/pgtest"
 )
 
 // The plan is a pure function of its inputs, gives every kind of drift at

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // liveEventsInterval is the events catch-up's interval in the demo: short,

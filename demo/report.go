@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Report is what a demo run found, read back from the database after the

@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // role is what the scenario does to one local payment.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"payrecon"
-	"payrecon/relay"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/relay"
 )
 
 // NotificationReport is the shop's side of the demo: the application that

@@ -39,7 +39,7 @@ import (
 	"net/http"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Defaults of WebhookConfig.

@@ -14,10 +14,10 @@ import (
 
 	"go.uber.org/goleak"
 
-	"payrecon"
-	"payrecon/httpapi"
-	"payrecon/internal/testkit"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 func TestMain(m *testing.M) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stripe/stripe-go/v85/webhook"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // handleStripeWebhook serves POST /webhooks/stripe.

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/httpapi"
-	"payrecon/internal/testkit"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // A verified delivery reaches the processor parsed: the fields every road

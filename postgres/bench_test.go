@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"payrecon/internal/pgtest"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // BenchmarkLagQuery1M times the reconciliation-lag query on 1 M rows, a

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Collector exposes the database's reconciliation figures to Prometheus,

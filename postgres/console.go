@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/rivertype"
 
-	"payrecon"
-	"payrecon/console"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/console"
 )
 
 // consoleQuery returns queries/<name>.sql, one of the console's

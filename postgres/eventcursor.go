@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // EventCursors keeps the events catch-up's cursors (stripe_events_cursor,

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/simtest"
-	"payrecon/postgres"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // A refund or a dispute webhook opens its money finding at once, without a

@@ -15,13 +15,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
-	"payrecon/httpapi"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/simtest"
-	"payrecon/internal/testkit"
-	"payrecon/postgres"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // The webhook's road into the database, end to end: signed deliveries

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Transitions returns up to limit transitions of a payment, oldest first:

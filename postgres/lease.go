@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // LeaseTimeoutDefault is how long a holder's heartbeat may be silent before

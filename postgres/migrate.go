@@ -19,7 +19,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
-	"payrecon/internal/sqlq"
+	"github.com/payrecon/payrecon/internal/sqlq"
 )
 
 // migrationFiles are goose's SQL migrations (migrations/*.sql) and, in a

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // MoneyColumns says which local money columns of payments payrecon reads:

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Monitor answers the monitoring queries the CLI and the metrics use.

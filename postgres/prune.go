@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
-	"payrecon/internal/sqlq"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/sqlq"
 )
 
 // Day is 24 hours, the unit retentions are written in.

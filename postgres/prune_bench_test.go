@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"payrecon/internal/pgtest"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // BenchmarkPrune times a prune of 200 k processed outbox commands (each

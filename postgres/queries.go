@@ -9,7 +9,7 @@ package postgres
 import (
 	"embed"
 
-	"payrecon/internal/sqlq"
+	"github.com/payrecon/payrecon/internal/sqlq"
 )
 
 //go:embed queries/*.sql

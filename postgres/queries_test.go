@@ -3,8 +3,8 @@ package postgres_test
 import (
 	"testing"
 
-	"payrecon/internal/pgtest"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // Every statement in queries/ prepares against the migrated schema.

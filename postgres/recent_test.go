@@ -11,9 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // The recent window's read is an index range on payments_created_at, never

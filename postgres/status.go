@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Status is everything `payrecon status` and the metrics report, read in

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // EnqueueFunc delivers repair commands: it is called inside the batch's

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // The transition row and the status change are one fact: a transaction

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Writer is the canonical writer: the only code that changes

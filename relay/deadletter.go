@@ -14,7 +14,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // DeadLetter is a command whose delivery ended without applying it: River

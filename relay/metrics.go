@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // metrics are the relay's Prometheus instrumentation.

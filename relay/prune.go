@@ -10,7 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // PruneKind is the River job kind of the periodic prune: history past its

@@ -7,10 +7,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"payrecon/internal/pgtest"
-	"payrecon/internal/testkit"
-	"payrecon/postgres"
-	"payrecon/relay"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
 )
 
 func TestPruneConfigValidate(t *testing.T) {

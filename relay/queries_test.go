@@ -3,8 +3,8 @@ package relay_test
 import (
 	"testing"
 
-	"payrecon/internal/pgtest"
-	"payrecon/relay"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/relay"
 )
 
 // Every statement in queries/ prepares against the migrated schema.

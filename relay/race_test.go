@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/httpapi"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/testkit"
-	"payrecon/postgres"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // A webhook and a relay repair for the same payment, racing 200 times over:

@@ -14,8 +14,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"payrecon/internal/sqlq"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon/internal/sqlq"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // Errors of the relay's life cycle.

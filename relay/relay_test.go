@@ -10,11 +10,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/testkit"
-	"payrecon/postgres"
-	"payrecon/relay"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
 )
 
 func TestConfigValidate(t *testing.T) {

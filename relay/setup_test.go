@@ -13,10 +13,10 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	"go.uber.org/goleak"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/postgres"
-	"payrecon/relay"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
 )
 
 func TestMain(m *testing.M) {

@@ -11,8 +11,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"payrecon"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // repairWorker applies one outbox command per job.

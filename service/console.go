@@ -9,11 +9,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
-	"payrecon/console"
-	"payrecon/postgres"
-	"payrecon/relay"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/console"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // AdminAddrDefault is the admin listener's default address: loopback only.

@@ -12,16 +12,16 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
-	"payrecon/internal/pglocal"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/simtest"
-	"payrecon/internal/testkit"
-	"payrecon/postgres"
-	"payrecon/service"
-	"payrecon/stripeapi"
-	"payrecon/stripesim"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pglocal"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/service"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/stripesim"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // A database that refuses connections for a while (here: a throwaway

@@ -34,14 +34,14 @@ import (
 
 	"riverqueue.com/riverui"
 
-	"payrecon"
-	"payrecon/catchup"
-	"payrecon/console"
-	"payrecon/httpapi"
-	"payrecon/postgres"
-	"payrecon/relay"
-	"payrecon/stripeapi"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/catchup"
+	"github.com/payrecon/payrecon/console"
+	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // Config configures the service.

@@ -14,13 +14,13 @@ import (
 
 	"go.uber.org/goleak"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/simtest"
-	"payrecon/service"
-	"payrecon/stripeapi"
-	"payrecon/stripesim"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/service"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/stripesim"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 func TestMain(m *testing.M) {

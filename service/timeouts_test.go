@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"payrecon/service"
+	"github.com/payrecon/payrecon/service"
 )
 
 // Slow and idle clients are disconnected on both listeners: a body sent a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // AccessNeeds says what a configuration will ask Stripe for, so that

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"payrecon"
-	"payrecon/stripeapi"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 func TestCheckAccess(t *testing.T) {

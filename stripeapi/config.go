@@ -11,12 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"payrecon/internal/redact"
+	"github.com/payrecon/payrecon/internal/redact"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stripe/stripe-go/v85"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Defaults for the zero fields of Config.

@@ -10,10 +10,10 @@ import (
 
 	"github.com/stripe/stripe-go/v85"
 
-	"payrecon"
-	"payrecon/internal/simtest"
-	"payrecon/stripeapi"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // contractTarget is a server speaking Stripe's API: the simulator or

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stripe/stripe-go/v85"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // failure describes one failed attempt.

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stripe/stripe-go/v85"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Operation names, the "op" label of the gateway's metrics.

@@ -15,10 +15,10 @@ import (
 
 	"github.com/stripe/stripe-go/v85"
 
-	"payrecon"
-	"payrecon/internal/testkit"
-	"payrecon/stripeapi"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // eventsBundle is a simulator on a fake clock with a history of events of

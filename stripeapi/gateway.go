@@ -9,7 +9,7 @@ import (
 
 	"github.com/stripe/stripe-go/v85"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Gateway reads PaymentIntents, with their latest charge, and events from

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/stripeapi"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // TestIntentMoney maps every money state the simulator can show, through

@@ -12,9 +12,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"payrecon/internal/simtest"
-	"payrecon/stripeapi"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // testBundle is a simulator and a gateway to it whose waits, logs and

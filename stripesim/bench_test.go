@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/internal/simtest"
-	"payrecon/stripeapi"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // benchSim starts a simulator with n intents, one per second, and a gateway

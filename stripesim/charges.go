@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Event types of charges and disputes, recorded by Refund and Dispute.

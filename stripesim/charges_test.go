@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // chargeBody is a Charge as the simulator renders it.

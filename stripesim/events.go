@@ -12,7 +12,7 @@ import (
 
 	"github.com/stripe/stripe-go/v85"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // ErrNoSuchEvent: no event with that id.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 type eventBody struct {

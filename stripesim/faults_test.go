@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"payrecon/internal/testkit"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 func TestLatency(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Put stores in, replacing any intent with the same id, without recording an

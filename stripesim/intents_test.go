@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 func TestRetrieveIntent(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 
 	"go.uber.org/goleak"
 
-	"payrecon/internal/simtest"
-	"payrecon/internal/testkit"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 func TestMain(m *testing.M) {

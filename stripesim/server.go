@@ -19,7 +19,7 @@ import (
 	"github.com/stripe/stripe-go/v85"
 	"golang.org/x/time/rate"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // DefaultSecretKey is the API key the simulator accepts when Config.SecretKey

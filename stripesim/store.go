@@ -9,7 +9,7 @@ import (
 	"sort"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Errors returned by the state methods.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stripe/stripe-go/v85/webhook"
 
-	"payrecon"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 const whSecret = "whsec_test_secret"

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/simtest"
-	"payrecon/postgres"
-	"payrecon/stripeapi"
-	"payrecon/stripesim"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/stripesim"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // Benchmarks through the real gateway and the simulator over loopback HTTP.

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/postgres"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // BenchmarkSweepInstantGateway measures the database cost of the sweep

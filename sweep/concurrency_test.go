@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/postgres"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // drifted builds n rows where every 5th is a missed success (repairable)

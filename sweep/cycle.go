@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // CycleReport sums the batches of one RunCycle.

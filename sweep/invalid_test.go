@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/testkit"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // A row the sweep cannot use (NULL or empty stripe_payment_intent_id) gets

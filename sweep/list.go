@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Mode chooses how the sweep asks Stripe about a batch.

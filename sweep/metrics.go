@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // metrics is the sweep's Prometheus instrumentation.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Run sweeps continuously: cycle after cycle at the rate budget, sleeping

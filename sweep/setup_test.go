@@ -10,10 +10,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/postgres"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // fakeGateway stands in for Stripe behind the Gateway interface (the one

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/internal/testkit"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // A row observed continuously in one in-flight status past its limit gets a

@@ -31,7 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // DefaultJob is the seed's job name.

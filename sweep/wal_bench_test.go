@@ -12,11 +12,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
-	"payrecon/internal/pglocal"
-	"payrecon/internal/pgtest"
-	"payrecon/postgres"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pglocal"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // walCost is what one sweep cycle cost payments' database.

@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/simtest"
-	"payrecon/internal/testkit"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/simtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // payrecon through the view of docs/payments-table.md, over an application

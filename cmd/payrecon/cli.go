@@ -15,10 +15,10 @@ import (
 	"github.com/alecthomas/kong"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
-	"payrecon/postgres"
-	"payrecon/relay"
-	"payrecon/stripeapi"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/stripeapi"
 )
 
 // cli is the command tree. Each command is a struct with a Run(*app) error
@@ -111,7 +111,7 @@ func (a *app) run(ctx context.Context, args []string) (err error) {
 	a.cli = &cli{}
 	exited := false
 	parser, err := kong.New(a.cli,
-		kong.Name("payrecon"),
+		kong.Name("github.com/payrecon/payrecon"),
 		kong.Description(description),
 		kong.Writers(a.stdout, a.stderr),
 		kong.Exit(func(int) { exited = true }),

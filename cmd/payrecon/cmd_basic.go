@@ -8,9 +8,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"payrecon"
-	"payrecon/internal/redact"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/redact"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; otherwise

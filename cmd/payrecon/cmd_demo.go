@@ -13,10 +13,10 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"payrecon"
-	"payrecon/demo"
-	"payrecon/internal/pglocal"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/demo"
+	"github.com/payrecon/payrecon/internal/pglocal"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // stripeEndpointRPS is Stripe's default per-endpoint rate limit, for the

@@ -7,12 +7,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"payrecon"
-	"payrecon/catchup"
-	"payrecon/internal/redact"
-	"payrecon/postgres"
-	"payrecon/stripeapi"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/catchup"
+	"github.com/payrecon/payrecon/internal/redact"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // eventsCmd is `payrecon events`: the events catch-up on its own.

@@ -7,10 +7,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"payrecon"
-	"payrecon/postgres"
-	"payrecon/relay"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 type findingsCmd struct {

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 type migrateCmd struct {

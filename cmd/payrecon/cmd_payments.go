@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"payrecon"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 type paymentsCmd struct {

@@ -6,9 +6,9 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"payrecon"
-	"payrecon/postgres"
-	"payrecon/relay"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
 )
 
 type planCmd struct {

@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"payrecon/postgres"
-	"payrecon/relay"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
 )
 
 // retention is a --retain-* value: "45d", a Go duration ("36h"), or

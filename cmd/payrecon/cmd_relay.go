@@ -6,8 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"payrecon/postgres"
-	"payrecon/relay"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
 )
 
 type relayCmd struct {

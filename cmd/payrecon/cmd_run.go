@@ -7,13 +7,13 @@ import (
 	"strings"
 	"time"
 
-	"payrecon"
-	"payrecon/catchup"
-	"payrecon/internal/redact"
-	"payrecon/postgres"
-	"payrecon/relay"
-	"payrecon/service"
-	"payrecon/stripeapi"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/catchup"
+	"github.com/payrecon/payrecon/internal/redact"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/service"
+	"github.com/payrecon/payrecon/stripeapi"
 )
 
 // rescueSlack is how much later than --repair-rescue-after a repair job

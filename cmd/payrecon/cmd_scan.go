@@ -11,9 +11,9 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 
-	"payrecon"
-	"payrecon/postgres"
-	"payrecon/sweep"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // sweepFlags tune the sweep (scan and run).

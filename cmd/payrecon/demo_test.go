@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
 )
 
 // demoJSON is the part of `payrecon demo --json` the tests read.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/testkit"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/testkit"
 )
 
 // payrecon run with the events catch-up and the recent window: a lost

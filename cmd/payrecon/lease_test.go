@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"payrecon/internal/pgtest"
-	"payrecon/internal/testkit"
-	"payrecon/postgres"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // batchesCommitted reads payrecon_sweep_batches_total of the full job from

@@ -7,9 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
-	"payrecon/internal/digits"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/digits"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // moneyFlags configure the money checks and which findings are recorded

@@ -3,11 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon/stripesim"
 	"strings"
 	"testing"
 
-	"payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/pgtest"
 )
 
 // --ignore-kinds with a kind payrecon does not know is a configuration

@@ -5,9 +5,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon/internal/redact"
-	"payrecon/postgres"
-	"payrecon/relay"
+	"github.com/payrecon/payrecon/internal/redact"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
 )
 
 // notifyFlags configure the notifications of transitions to the

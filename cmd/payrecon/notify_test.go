@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
 )
 
 // --notify-url needs --notify-secret: exit 2 and one line, before anything

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
 )
 
 func mustJSON(t *testing.T, r result, v any) {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"payrecon/internal/pgtest"
-	"payrecon/postgres"
-	"payrecon/relay"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
 )
 
 type pruneReport struct {

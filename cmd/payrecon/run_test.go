@@ -20,11 +20,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
-	"payrecon/internal/pgtest"
-	"payrecon/internal/testkit"
-	"payrecon/postgres"
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 func freeAddr(t *testing.T) string {

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/pgtest"
 )
 
 // stripeMockURL returns Stripe's own stripe-mock (started by scripts/test),

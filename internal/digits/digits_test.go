@@ -3,7 +3,7 @@ package digits_test
 import (
 	"testing"
 
-	"payrecon/internal/digits"
+	"github.com/payrecon/payrecon/internal/digits"
 )
 
 func TestGroup(t *testing.T) {

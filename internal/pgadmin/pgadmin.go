@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"payrecon/internal/redact"
+	"github.com/payrecon/payrecon/internal/redact"
 )
 
 // WithDatabase returns the connection string raw with its database

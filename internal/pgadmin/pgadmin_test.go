@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"payrecon/internal/pgadmin"
+	"github.com/payrecon/payrecon/internal/pgadmin"
 )
 
 func TestWithDatabase(t *testing.T) {

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"payrecon/internal/sqlq"
+	"github.com/payrecon/payrecon/internal/sqlq"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon"
+	"github.com/payrecon/payrecon"
 )
 
 // Payment is a payments row to insert. Zero times default to now.

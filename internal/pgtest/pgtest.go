@@ -24,9 +24,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"payrecon/internal/pgadmin"
-	"payrecon/internal/redact"
-	"payrecon/postgres"
+	"github.com/payrecon/payrecon/internal/pgadmin"
+	"github.com/payrecon/payrecon/internal/redact"
+	"github.com/payrecon/payrecon/postgres"
 )
 
 // DefaultURL is the server the tests use when DATABASE_URL is unset.

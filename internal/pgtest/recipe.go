@@ -96,7 +96,7 @@ func NewPaymentsViewURL(tb testing.TB) string {
 	defer conn.Close(context.Background())
 	before, _ := RecipeStatements(tb)
 	execAll(ctx, tb, conn, before)
-	return WithSearchPath(tb, u, "payrecon")
+	return WithSearchPath(tb, u, "github.com/payrecon/payrecon")
 }
 
 // RunRecipeAfterMigrate runs the statements of the recipe meant for after

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"payrecon/internal/redact"
+	"github.com/payrecon/payrecon/internal/redact"
 )
 
 func TestURL(t *testing.T) {

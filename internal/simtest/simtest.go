@@ -6,7 +6,7 @@ package simtest
 import (
 	"testing"
 
-	"payrecon/stripesim"
+	"github.com/payrecon/payrecon/stripesim"
 )
 
 // Start starts a simulator, fails tb at once if it cannot start, and closes
