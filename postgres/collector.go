@@ -30,6 +30,7 @@ type Collector struct {
 	rechecks, resolvedDay                                                    *prometheus.Desc
 	eventsAge, eventsResets, eventsLosses                                    *prometheus.Desc
 	notifyBacklog, notifyDead                                                *prometheus.Desc
+	held, heldAge                                                            *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -69,6 +70,8 @@ func NewCollector(monitor *Monitor, repairKind string, clock payrecon.Clock, log
 		eventsLosses:  d("payrecon_events_cursor_losses_total", "Resets that left events uncaught (older than Stripe's 30 days): those are left to the sweep.", "job"),
 		notifyBacklog: d("payrecon_notifications_backlog", "Notifications to the application not yet acknowledged (waiting, running or retrying)."),
 		notifyDead:    d("payrecon_notifications_dead_letters", "Notifications River gave up on (discarded after about 3 days of attempts, or cancelled), waiting for an operator."),
+		held:          d("payrecon_repairs_held", "Repair commands held for review (--repair-mode review) whose finding is open, waiting for an approval (payrecon repairs approve, the console)."),
+		heldAge:       d("payrecon_repairs_held_oldest_age_seconds", "How long the longest-waiting held repair command has waited for an approval (0 when none)."),
 		resolvedDay:   d("payrecon_findings_resolved_last_day", "Findings resolved in the last 24 hours, by kind and resolution (repaired, already_in_target, healed, superseded, local_row_appeared, operator).", "kind", "resolution"),
 	}
 }
@@ -77,7 +80,7 @@ func NewCollector(monitor *Monitor, repairKind string, clock payrecon.Clock, log
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.lag, c.rows, c.growth, c.openFindings, c.backlog, c.backlogAge, c.deadLetters,
 		c.cycleAge, c.sinceCycle, c.lastCycle, c.progress, c.throughput, c.projected, c.margin, c.rechecks, c.resolvedDay,
-		c.eventsAge, c.eventsResets, c.eventsLosses, c.notifyBacklog, c.notifyDead} {
+		c.eventsAge, c.eventsResets, c.eventsLosses, c.notifyBacklog, c.notifyDead, c.held, c.heldAge} {
 		ch <- d
 	}
 }
@@ -114,6 +117,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(c.backlogAge, age)
 	g(c.deadLetters, float64(st.DeadLetters))
+	g(c.held, float64(st.HeldRepairs))
+	heldAge := 0.0
+	if !st.HeldOldest.IsZero() {
+		heldAge = max(0, st.Now.Sub(st.HeldOldest).Seconds())
+	}
+	g(c.heldAge, heldAge)
 	if c.NotifyKind != "" {
 		if q, err := c.monitor.Queue(ctx, c.NotifyKind); err != nil {
 			c.logger.Warn("read the notifications' queue for metrics", "error", err)

@@ -35,6 +35,15 @@ type Events struct {
 	source payrecon.TransitionSource
 	// Ignore lists the kinds never recorded (--ignore-kinds).
 	Ignore map[payrecon.Kind]bool
+	// RepairMode, when review or off, keeps events from moving payments:
+	// an event that would is recorded with outcome payrecon.OutcomeHeld
+	// (review: the decision table's finding opened with its repair command,
+	// held by HoldFunc for an approval) or payrecon.OutcomeNotApplied (off:
+	// the finding only). The zero value is apply.
+	RepairMode payrecon.RepairMode
+	// HoldFunc holds the repair commands queued under review
+	// (relay.Relay.HoldFunc); review without it fails the event.
+	HoldFunc EnqueueFunc
 }
 
 var _ payrecon.EventProcessor = (*Events)(nil)
@@ -106,11 +115,21 @@ func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now ti
 		res.Outcome = payrecon.OutcomeIgnored
 		return nil
 	}
-	ar, err := e.writer.ApplyFrom(ctx, tx, cmd, PaymentRef{IntentID: ev.IntentID()}, payrecon.Origin{Source: e.source, Ref: ev.ID})
-	if err != nil {
-		return fmt.Errorf("apply event %s: %w", ev.ID, err)
+	var ar ApplyResult
+	if e.RepairMode.Applies() {
+		r, err := e.writer.ApplyFrom(ctx, tx, cmd, PaymentRef{IntentID: ev.IntentID()}, payrecon.Origin{Source: e.source, Ref: ev.ID})
+		if err != nil {
+			return fmt.Errorf("apply event %s: %w", ev.ID, err)
+		}
+		ar = r
+		res.Outcome, res.PaymentID = string(ar.Outcome), ar.PaymentID
+	} else {
+		r, err := e.hold(ctx, tx, ev, cmd, now, res)
+		if err != nil {
+			return fmt.Errorf("hold event %s: %w", ev.ID, err)
+		}
+		ar = r
 	}
-	res.Outcome, res.PaymentID = string(ar.Outcome), ar.PaymentID
 	if ar.Outcome != payrecon.PaymentMissing || e.Ignore[payrecon.KindMissingLocally] {
 		return nil
 	}
@@ -127,6 +146,80 @@ func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now ti
 		res.FindingID = ids[0]
 	}
 	return nil
+}
+
+// hold is apply under repair mode review or off: the payment is not moved.
+// What the writer would do is judged from the payment's status and the
+// transition table; where it would move the payment, the decision table's
+// finding for (local status, the status the event reports) is opened, with
+// its repair command held for approval under review. The result is what
+// the writer would have returned, except for a payment it would have moved:
+// its Outcome is then empty, and res says held or not applied.
+func (e *Events) hold(ctx context.Context, tx pgx.Tx, ev payrecon.Event, cmd payrecon.Command, now time.Time, res *payrecon.EventResult) (ApplyResult, error) {
+	t, ok := payrecon.TransitionFor(cmd)
+	if !ok {
+		return ApplyResult{}, fmt.Errorf("hold %q: %w", cmd, ErrUnknownCommand)
+	}
+	var (
+		id     int64
+		status string
+	)
+	err := tx.QueryRow(ctx, queries.Get("payment_status_by_intent"), pgx.StrictNamedArgs{"intent_id": ev.IntentID()}).Scan(&id, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		res.Outcome = string(payrecon.PaymentMissing)
+		return ApplyResult{Outcome: payrecon.PaymentMissing}, nil
+	}
+	if err != nil {
+		return ApplyResult{}, fmt.Errorf("read the payment of event %s: %w", ev.ID, err)
+	}
+	local := payrecon.LocalStatus(status)
+	ar := ApplyResult{PaymentID: id, Before: local, After: local}
+	res.PaymentID = id
+	switch {
+	case local == t.To:
+		ar.Outcome = payrecon.AlreadyInTarget
+	case !slices.Contains(t.From, local):
+		ar.Outcome = payrecon.MovedElsewhere
+	}
+	if ar.Outcome != "" {
+		res.Outcome = string(ar.Outcome)
+		return ar, nil
+	}
+	res.Outcome = payrecon.OutcomeNotApplied
+	observed := payrecon.StatusAfterEvent(ev.Type)
+	d := payrecon.Classify(local, observed)
+	if d.Kind == "" || e.Ignore[d.Kind] {
+		return ar, nil // a failed attempt: the decision table judges it in sync
+	}
+	var command *string
+	if e.RepairMode.Queues() && d.Command != "" {
+		c := string(d.Command)
+		command = &c
+	}
+	if e.RepairMode.Holds() && e.HoldFunc == nil {
+		return ar, errors.New("repair mode review needs a HoldFunc")
+	}
+	var findingID, outboxID *int64
+	if err := tx.QueryRow(ctx, queries.Get("open_repair"), pgx.StrictNamedArgs{
+		"payment_id": id, "intent_id": ev.IntentID(), "kind": string(d.Kind), "verdict": string(d.Verdict),
+		"local_status": status, "external_status": string(observed), "command": command,
+		"reason": fmt.Sprintf("%s (%s %s, not applied: --repair-mode %s)", d.Reason, ev.Type, ev.ID, e.RepairMode),
+		"job": string(e.source), "now": now,
+	}).Scan(&findingID, &outboxID); err != nil {
+		return ar, fmt.Errorf("open the finding of event %s: %w", ev.ID, err)
+	}
+	if findingID != nil {
+		res.FindingID = *findingID
+	}
+	if outboxID != nil && e.RepairMode.Holds() {
+		if err := e.HoldFunc(ctx, tx, []int64{*outboxID}); err != nil {
+			return ar, fmt.Errorf("hold the repair of event %s: %w", ev.ID, err)
+		}
+	}
+	if e.RepairMode.Holds() {
+		res.Outcome = payrecon.OutcomeHeld
+	}
+	return ar, nil
 }
 
 // applyMoney opens the money findings a charge event shows (a refund, a

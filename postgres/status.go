@@ -38,6 +38,11 @@ type Status struct {
 	// DeadLetters counts repair deliveries River gave up on (discarded or
 	// cancelled), waiting for an operator.
 	DeadLetters int64 `json:"dead_letters"`
+	// HeldRepairs counts repair commands held for review (repair mode
+	// review) whose finding is open, waiting for an approval; HeldOldest is
+	// when the longest-waiting was held.
+	HeldRepairs int64     `json:"held_repairs"`
+	HeldOldest  time.Time `json:"held_oldest,omitzero"`
 	// Events lists the events catch-up's cursors (none until it first ran).
 	Events []EventsStatus `json:"events"`
 	// Notifications is the queue of notifications to the application (set
@@ -165,6 +170,9 @@ func (m *Monitor) Status(ctx context.Context, now time.Time, exact bool, repairK
 	}
 	if err := m.pool.QueryRow(ctx, queries.Get("dead_letters"), pgx.StrictNamedArgs{"kind": repairKind}).Scan(&st.DeadLetters); err != nil {
 		return st, fmt.Errorf("count dead letters: %w", err)
+	}
+	if st.HeldRepairs, st.HeldOldest, err = m.heldRepairs(ctx); err != nil {
+		return st, err
 	}
 	return st, nil
 }

@@ -21,8 +21,17 @@ type EnqueueFunc func(ctx context.Context, tx pgx.Tx, outboxIDs []int64) error
 type Store struct {
 	pool *pgxpool.Pool
 	// EnqueueFunc, when set, is called in every batch transaction that
-	// queued repair commands.
+	// queued repair commands (RepairMode apply).
 	EnqueueFunc EnqueueFunc
+	// HoldFunc, under RepairMode review, is called instead of EnqueueFunc:
+	// it records the commands as held for approval (relay.Relay.HoldFunc).
+	// Review without it fails the batch rather than queue commands unheld.
+	HoldFunc EnqueueFunc
+	// RepairMode says what becomes of the repair commands of new repairable
+	// findings: queued and applied (apply, the zero value), queued and held
+	// (review), or not queued at all (off: the finding is recorded without
+	// a command).
+	RepairMode payrecon.RepairMode
 	// window, when positive, makes ReadBatch read only the rows created
 	// within it (see Recent).
 	window time.Duration
@@ -135,7 +144,10 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 // statement, then the repair delivery hook, all in one transaction.
 func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrecon.CommitResult, error) {
 	res := payrecon.CommitResult{Opened: map[payrecon.Kind]int{}, Resolved: map[payrecon.Kind]int{}}
-	checks, intents := checkRows(c.Checks, c.Now)
+	if s.RepairMode.Holds() && s.HoldFunc == nil {
+		return res, fmt.Errorf("commit batch for job %q: repair mode review needs a HoldFunc", c.Job)
+	}
+	checks, intents := checkRows(c.Checks, c.Now, s.RepairMode.Queues())
 	stuckStatuses, stuckLimits := []string{}, []time.Duration{}
 	for _, st := range payrecon.StuckStatuses {
 		if d, ok := c.StuckAfter[st]; ok {
@@ -205,7 +217,13 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			}
 			res.Opened[payrecon.KindMissingLocally] += len(ids)
 		}
-		if len(res.Commands) > 0 && s.EnqueueFunc != nil {
+		switch {
+		case len(res.Commands) == 0:
+		case s.RepairMode.Holds():
+			if err := s.HoldFunc(ctx, tx, res.Commands); err != nil {
+				return fmt.Errorf("hold %d repair commands for review: %w", len(res.Commands), err)
+			}
+		case s.EnqueueFunc != nil:
 			if err := s.EnqueueFunc(ctx, tx, res.Commands); err != nil {
 				return fmt.Errorf("enqueue %d repair commands: %w", len(res.Commands), err)
 			}
@@ -266,8 +284,10 @@ func kindStrings(kinds []payrecon.Kind) []string {
 }
 
 // checkRows turns a batch's checks into commit_checks.sql's rows, and lists
-// their PaymentIntent ids (resolve_orphans.sql).
-func checkRows(checks []payrecon.Check, now time.Time) ([]checkRow, []string) {
+// their PaymentIntent ids (resolve_orphans.sql). Without queue (repair mode
+// off) no row carries a command: repairable findings are recorded without
+// one, and nothing is queued.
+func checkRows(checks []payrecon.Check, now time.Time, queue bool) ([]checkRow, []string) {
 	rows, intents := make([]checkRow, len(checks)), make([]string, len(checks))
 	for i, ch := range checks {
 		rows[i] = checkRow{
@@ -277,6 +297,9 @@ func checkRows(checks []payrecon.Check, now time.Time) ([]checkRow, []string) {
 			Command: optional(string(ch.Decision.Command)), Reason: ch.Decision.Reason,
 			Heals: ch.Decision.Verdict == payrecon.InSync, Err: optional(ch.Err),
 			Details: detailsOf(ch.Intent, ch.Row.Money, now), Drifts: ch.Drifts, Judged: ch.Judged,
+		}
+		if !queue {
+			rows[i].Command = nil
 		}
 		if !ch.RecheckAt.IsZero() {
 			t, reason := ch.RecheckAt, ch.RecheckReason

@@ -214,13 +214,26 @@ func (e *InvalidCommandError) Error() string {
 	return fmt.Sprintf("outbox command %d is invalid: %s", e.OutboxID, e.Reason)
 }
 
+// HeldCommandError: the outbox command is held for review (repair mode
+// review) and was not approved, so it was neither applied nor marked. Its
+// job reached a worker without an approval (River's dashboard, relay
+// --retry); approval (relay.Relay.Approve) makes it run again.
+type HeldCommandError struct {
+	OutboxID int64
+}
+
+func (e *HeldCommandError) Error() string {
+	return fmt.Sprintf("outbox command %d is held for review: approve it first (payrecon repairs approve %d)", e.OutboxID, e.OutboxID)
+}
+
 // ApplyRepair applies outbox command outboxID inside tx and records its
 // outcome on the outbox row, so that the effect and "done" commit together.
 // The finding named in the payload is resolved only if the payment is in the
 // command's target state afterwards; otherwise it stays open with the
 // outcome noted. A finding that was already resolved (healed, superseded,
 // or closed by a person) is not acted on. Applying the same row twice does
-// nothing the second time. All of it is one statement, one round trip
+// nothing the second time. A command held for review and not approved is a
+// *HeldCommandError, and nothing is written. All of it is one statement, one round trip
 // (queries/apply_repair.sql): this is the relay's hot path.
 func (w *Writer) ApplyRepair(ctx context.Context, tx pgx.Tx, outboxID int64) (RepairResult, error) {
 	res := RepairResult{OutboxID: outboxID}
@@ -228,6 +241,7 @@ func (w *Writer) ApplyRepair(ctx context.Context, tx pgx.Tx, outboxID int64) (Re
 	var (
 		eventType                         string
 		processed, unknown, findingAbsent bool
+		held                              bool
 		payloadErr, recorded              *string
 		findingID                         *int64
 		t                                 = transitionRow{now: w.Clock.Now(), origin: payrecon.Origin{Source: payrecon.SourceRepair, Ref: strconv.FormatInt(outboxID, 10)}}
@@ -237,7 +251,7 @@ func (w *Writer) ApplyRepair(ctx context.Context, tx pgx.Tx, outboxID int64) (Re
 		"now": t.now, "source": string(payrecon.SourceRepair), "resolved_by": fmt.Sprintf("outbox:%d", outboxID),
 		"repaired": string(payrecon.ResolvedRepaired), "already": string(payrecon.ResolvedAlreadyInTarget),
 	}).Scan(&eventType, &processed, &unknown, &payloadErr, &findingAbsent, &findingID,
-		&t.paymentID, &t.outcome, &t.before, &t.after, &t.version, &t.transitionID, &res.Resolved, &recorded)
+		&t.paymentID, &t.outcome, &t.before, &t.after, &t.version, &t.transitionID, &res.Resolved, &recorded, &held)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, &InvalidCommandError{OutboxID: outboxID, Reason: "no such outbox row"}
 	}
@@ -255,6 +269,8 @@ func (w *Writer) ApplyRepair(ctx context.Context, tx pgx.Tx, outboxID int64) (Re
 		return res, &InvalidCommandError{OutboxID: outboxID, Reason: *payloadErr}
 	case findingAbsent:
 		return res, &InvalidCommandError{OutboxID: outboxID, Reason: fmt.Sprintf("finding %d does not exist", *findingID)}
+	case held:
+		return res, &HeldCommandError{OutboxID: outboxID}
 	}
 	if recorded != nil {
 		res.Outcome = *recorded

@@ -13,7 +13,8 @@ import (
 // AdoptKind is the River job kind of the periodic pass that gives a
 // delivery job to every outbox command that has none: commands written by
 // another producer (the outbox is a contract others may write to), or
-// while no relay was wired in.
+// while no relay was wired in. The same pass drops the commands held for
+// review whose finding closed before an approval (DropHealed).
 const AdoptKind = "payrecon_adopt_outbox"
 
 // AdoptIntervalDefault is how often the service looks for such commands.
@@ -43,8 +44,15 @@ type adoptWorker struct {
 	relay *Relay
 }
 
-// Work runs EnqueueUnprocessed.
+// Work runs DropHealed, then EnqueueUnprocessed.
 func (w *adoptWorker) Work(ctx context.Context, _ *river.Job[AdoptArgs]) error {
+	dropped, err := w.relay.DropHealed(ctx)
+	if err != nil {
+		return fmt.Errorf("drop held repairs whose finding closed: %w", err)
+	}
+	if len(dropped) > 0 {
+		w.relay.log.Info("relay: dropped held repairs whose finding closed before an approval", slog.Int("count", len(dropped)))
+	}
 	n, err := w.relay.EnqueueUnprocessed(ctx)
 	if err != nil {
 		return fmt.Errorf("adopt outbox commands: %w", err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -101,7 +102,8 @@ func (r *Relay) DeadLetters(ctx context.Context, limit int) ([]DeadLetter, error
 	return out, nil
 }
 
-// ErrNotRetryable: Retry on a job that is running, or already completed.
+// ErrNotRetryable: Retry on a job that is running, already completed, or
+// held for review (pending: approval is the only way it runs).
 var ErrNotRetryable = errors.New("job cannot be retried")
 
 // Retry makes a repair or notification job available to run now (River's
@@ -120,6 +122,9 @@ func (r *Relay) Retry(ctx context.Context, jobID int64) (JobInfo, error) {
 	switch j.State {
 	case rivertype.JobStateCompleted, rivertype.JobStateRunning:
 		return jobInfo(j), fmt.Errorf("retry job %d: it is %s: %w", jobID, j.State, ErrNotRetryable)
+	case rivertype.JobStatePending:
+		// A repair held for review: only an approval lets it run.
+		return jobInfo(j), fmt.Errorf("retry job %d: its repair is held for review; approve it instead (payrecon repairs approve): %w", jobID, ErrNotRetryable)
 	}
 	j, err = r.client.JobRetry(ctx, jobID)
 	if err != nil {
@@ -146,6 +151,12 @@ const (
 	// DeliveryDeadLetter: the job was discarded or cancelled; an operator
 	// can retry it.
 	DeliveryDeadLetter DeliveryState = "dead_letter"
+	// DeliveryHeld: the command is held for review (repair mode review);
+	// its job waits, pending, for an approval (Approve).
+	DeliveryHeld DeliveryState = "held"
+	// DeliveryDropped: the command was held and its finding closed before
+	// an approval: it was never applied (outcome "dropped: …").
+	DeliveryDropped DeliveryState = "dropped"
 	// DeliveryNotEnqueued: the command has no job (see EnqueueUnprocessed).
 	DeliveryNotEnqueued DeliveryState = "not_enqueued"
 	// DeliveryCompletedUnapplied: the job completed but the outbox row is
@@ -208,6 +219,8 @@ func (r *Relay) Delivery(ctx context.Context, outboxID int64) (Delivery, error) 
 
 func deliveryState(d Delivery) DeliveryState {
 	switch {
+	case !d.ProcessedAt.IsZero() && strings.HasPrefix(d.Outcome, OutcomeDroppedPrefix):
+		return DeliveryDropped
 	case !d.ProcessedAt.IsZero():
 		return DeliveryApplied
 	case d.Job == nil:
@@ -222,6 +235,8 @@ func deliveryState(d Delivery) DeliveryState {
 		return DeliveryCompletedUnapplied
 	case rivertype.JobStateRetryable:
 		return DeliveryRetrying
+	case rivertype.JobStatePending:
+		return DeliveryHeld
 	}
 	if d.Job.Attempt > 0 {
 		return DeliveryRetrying

@@ -24,14 +24,14 @@ func newMetrics(reg prometheus.Registerer, targets []postgres.PruneTarget) *metr
 	m := &metrics{
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payrecon_repairs_total",
-			Help: "Repair command attempts by outcome: applied, already_done, unapplied (left for review), failed (retried), dead_lettered.",
+			Help: "Repair command attempts by outcome: applied, already_done, unapplied (left for review), failed (retried), dead_lettered, held (a command held for review reached a worker without an approval: not applied, its job cancelled).",
 		}, []string{"outcome"}),
 		apply: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "payrecon_repair_apply_duration_seconds", Help: "Time to apply one repair command and complete its job (one transaction).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
 		}),
 		delay: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "payrecon_repair_delay_seconds", Help: "Time from the repair command's commit (its job's insert) to its application.",
+			Name: "payrecon_repair_delay_seconds", Help: "Time from the repair command's commit (its job's insert) to its application; for a command held for review, the wait for approval included.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
 		}),
 		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{

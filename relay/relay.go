@@ -143,12 +143,14 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 // commits. An id that already has a job is skipped: jobs are unique by
 // outbox id.
 func (r *Relay) Enqueue(ctx context.Context, tx pgx.Tx, outboxIDs []int64) error {
-	_, err := r.enqueue(ctx, tx, outboxIDs)
+	_, err := r.insert(ctx, tx, outboxIDs, false)
 	return err
 }
 
-// enqueue is Enqueue, returning how many jobs were new.
-func (r *Relay) enqueue(ctx context.Context, tx pgx.Tx, outboxIDs []int64) (int, error) {
+// insert inserts the delivery jobs of outboxIDs in tx, pending (held for
+// review: no worker fetches them until Approve) or available, and returns
+// how many were new.
+func (r *Relay) insert(ctx context.Context, tx pgx.Tx, outboxIDs []int64, pending bool) (int, error) {
 	if len(outboxIDs) == 0 {
 		return 0, nil
 	}
@@ -156,7 +158,7 @@ func (r *Relay) enqueue(ctx context.Context, tx pgx.Tx, outboxIDs []int64) (int,
 	for i, id := range outboxIDs {
 		params[i] = river.InsertManyParams{
 			Args:       RepairArgs{OutboxID: id},
-			InsertOpts: &river.InsertOpts{MaxAttempts: r.cfg.MaxAttempts},
+			InsertOpts: &river.InsertOpts{MaxAttempts: r.cfg.MaxAttempts, Pending: pending},
 		}
 	}
 	res, err := r.client.InsertManyTx(ctx, tx, params)
@@ -198,7 +200,7 @@ func (r *Relay) EnqueueUnprocessed(ctx context.Context) (int, error) {
 		}
 		var n int
 		if err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) (err error) {
-			n, err = r.enqueue(ctx, tx, ids)
+			n, err = r.insert(ctx, tx, ids, false)
 			return err
 		}); err != nil {
 			return total, err

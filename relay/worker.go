@@ -25,6 +25,7 @@ type repairWorker struct {
 // permanently invalid command is cancelled at once (a dead letter); any other
 // error goes back to River, which retries it until MaxAttempts and then
 // discards it (a dead letter too). Both are written to outbox.last_error.
+// A command held for review and not approved is cancelled without effect.
 func (w *repairWorker) Work(ctx context.Context, job *river.Job[RepairArgs]) error {
 	r := w.relay
 	id := job.Args.OutboxID
@@ -44,6 +45,17 @@ func (w *repairWorker) Work(ctx context.Context, job *river.Job[RepairArgs]) err
 		r.metric.observe("dead_lettered", 0, 0)
 		r.log.Error("relay: invalid command dead-lettered", slog.Int64("outbox_id", id), slog.Int64("job_id", job.ID),
 			slog.String("error", err.Error()))
+		return river.JobCancel(err)
+	}
+	var held *postgres.HeldCommandError
+	if errors.As(err, &held) {
+		// Not approved: the job came here without an approval (River's
+		// dashboard, relay --retry). Cancelled, so it is visible; the
+		// command stays held, and approval makes the job run again.
+		r.recordError(ctx, id, err)
+		r.metric.observe("held", 0, 0)
+		r.log.Warn("relay: command held for review reached a worker without an approval; not applied", slog.Int64("outbox_id", id),
+			slog.Int64("job_id", job.ID))
 		return river.JobCancel(err)
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {

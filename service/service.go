@@ -97,6 +97,11 @@ type Config struct {
 	WebhookSecrets []string
 	// Relay configures the repair workers.
 	Relay relay.Config
+	// RepairMode says what becomes of the repairs the sweep, the console's
+	// rechecks and the events (webhooks, catch-up) decide on: applied
+	// (apply, the zero value), held for an approval (review), or not queued
+	// (off: findings only).
+	RepairMode payrecon.RepairMode
 	// ShutdownTimeout bounds each stage of the shutdown (default 20 s).
 	ShutdownTimeout time.Duration
 	// Logger receives the service's logs; nil discards them.
@@ -225,7 +230,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	s.relay = rl
 
 	store := postgres.NewStore(pool)
-	store.EnqueueFunc = rl.EnqueueFunc()
+	store.EnqueueFunc, store.HoldFunc, store.RepairMode = rl.EnqueueFunc(), rl.HoldFunc(), cfg.RepairMode
 	if cfg.MoneyColumns.Amount || cfg.MoneyColumns.Currency {
 		store = store.WithMoneyColumns(cfg.MoneyColumns)
 	}
@@ -265,6 +270,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 
 	events := postgres.NewEvents(pool, writer, cfg.Clock)
 	events.Ignore = cfg.Sweep.Money.Ignore
+	events.RepairMode, events.HoldFunc = cfg.RepairMode, rl.HoldFunc()
 	if cfg.Events.Interval > 0 {
 		src := cfg.EventSource
 		if src == nil {
@@ -293,6 +299,12 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		Queue:       s.console.Protect(ui),
 		QueuePrefix: relay.UIPrefix,
 		Console:     s.console,
+	}
+	switch {
+	case cfg.RepairMode.Holds():
+		cfg.Logger.Info("repair mode review: repairs and the events that would move a payment are held until approved (payrecon repairs list, payrecon repairs approve, the console)")
+	case !cfg.RepairMode.Queues():
+		cfg.Logger.Info("repair mode off: findings only; no repair is queued and no event moves a payment")
 	}
 	if len(cfg.WebhookSecrets) == 0 {
 		cfg.Logger.Warn("STRIPE_WEBHOOK_SECRET is not set: the webhook endpoint is disabled (404)")

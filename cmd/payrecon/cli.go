@@ -35,6 +35,7 @@ type cli struct {
 	Status   statusCmd   `cmd:"" help:"Reconciliation lag, cycle progress and projection, findings and the repair queue."`
 	Findings findingsCmd `cmd:"" help:"List, show, resolve and re-check findings."`
 	Payments paymentsCmd `cmd:"" help:"A payment's history: transitions, findings, repairs, webhooks."`
+	Repairs  repairsCmd  `cmd:"" help:"Repair commands held for review (--repair-mode review): list them, approve them."`
 	Plan     planCmd     `cmd:"" help:"The cycle-time arithmetic: how long a full sweep takes, and whether it ever completes."`
 	Classify classifyCmd `cmd:"" help:"Print the decision table, or classify one (local, Stripe) status pair."`
 	Demo     demoCmd     `cmd:"" help:"Seed a database with every kind of drift, reconcile it against the built-in Stripe simulator, and report."`
@@ -315,17 +316,6 @@ func (a *app) insertOnlyRelay(pool *pgxpool.Pool) (*relay.Relay, error) {
 	return rl, nil
 }
 
-// sweepStore is the sweep's store whose repair commands get their River
-// delivery job in the batch's own transaction.
-func (a *app) sweepStore(pool *pgxpool.Pool) (*postgres.Store, error) {
-	rl, err := a.insertOnlyRelay(pool)
-	if err != nil {
-		return nil, err
-	}
-	store := postgres.NewStore(pool)
-	store.EnqueueFunc = rl.EnqueueFunc()
-	return store, nil
-}
 
 // closePool closes pool when the command returns; deferred as
 // `defer closePool(pool)`. During a panic it does not close: pgxpool's Close

@@ -27,6 +27,7 @@ type eventsCmd struct {
 	notifyFlags
 	leaseTimeoutFlag
 	ignoreFlags
+	repairModeFlag
 }
 
 // checkDetectionFlags validates the catch-up and recent-window durations:
@@ -84,7 +85,7 @@ func (c *eventsCmd) Run(a *app) error {
 	}
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
 		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", redact.APIBase(c.StripeAPIBase, "https://api.stripe.com"),
-		"since", c.Since, "rps", c.RPS, "events_interval", c.Interval)
+		"since", c.Since, "rps", c.RPS, "events_interval", c.Interval, "repair_mode", c.mode())
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
 	// The webhook's processor: the same dedupe, writer and findings.
 	writer, err := a.notifyingWriter(pool, nc)
@@ -94,6 +95,13 @@ func (c *eventsCmd) Run(a *app) error {
 	events := postgres.NewEvents(pool, writer, nil)
 	if events.Ignore, err = c.ignore(); err != nil {
 		return err
+	}
+	if events.RepairMode = c.mode(); events.RepairMode.Holds() {
+		rl, err := a.insertOnlyRelay(pool)
+		if err != nil {
+			return err
+		}
+		events.HoldFunc = rl.HoldFunc()
 	}
 	caught := events.WithSource(payrecon.SourceEvents)
 	cat := catchup.New(gw, caught, postgres.NewEventCursors(pool), catchup.Config{
@@ -131,7 +139,8 @@ func printCatchUp(a *app, rep catchup.Report) {
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "events processed\t%d\t\n", rep.Processed)
 	for _, o := range []string{string(payrecon.Applied), string(payrecon.AlreadyInTarget), string(payrecon.MovedElsewhere),
-		string(payrecon.PaymentMissing), payrecon.OutcomeIgnored, catchup.OutcomeDuplicate, catchup.OutcomeRefused} {
+		string(payrecon.PaymentMissing), payrecon.OutcomeIgnored, payrecon.OutcomeMoneyFinding, payrecon.OutcomeHeld, payrecon.OutcomeNotApplied,
+		catchup.OutcomeDuplicate, catchup.OutcomeRefused} {
 		if n := rep.Outcomes[o]; n > 0 {
 			fmt.Fprintf(tw, "  %s\t%d\t\n", o, n)
 		}

@@ -298,6 +298,7 @@ type findingsRecheckCmd struct {
 	// finding is left as it is, never healed by a check that did not
 	// look.
 	moneyFlags
+	repairModeFlag
 	ID   int64  `arg:"" help:"Finding id."`
 	Job  string `default:"payments-vs-stripe" help:"Job the recheck is recorded under."`
 	JSON bool   `help:"Print JSON."`
@@ -318,7 +319,7 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	store, err := a.sweepStore(pool)
+	store, err := a.reviewStore(pool, c.mode())
 	if err != nil {
 		return err
 	}

@@ -102,6 +102,13 @@ func (c *relayCmd) Run(a *app) error {
 			job.ID, job.State, job.Attempt, job.MaxAttempts)
 		return nil
 	case c.Drain:
+		dropped, err := rl.DropHealed(a.ctx)
+		if err != nil {
+			return err
+		}
+		if len(dropped) > 0 {
+			a.logger.Info("dropped held repairs whose finding closed before an approval", "count", len(dropped))
+		}
 		adopted, err := rl.EnqueueUnprocessed(a.ctx)
 		if err != nil {
 			return err

@@ -28,6 +28,7 @@ type sweepFlags struct {
 	MaxOutage   time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
 	// LeaseTimeout is shared with the events catch-up (leaseTimeoutFlag).
 	leaseTimeoutFlag
+	repairModeFlag
 	StuckAfter string `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
 	moneyFlags
 }
@@ -141,7 +142,7 @@ func (c *scanCmd) Run(a *app) error {
 	if err := a.checkStripe(gw); err != nil {
 		return err
 	}
-	store, err := a.sweepStore(pool)
+	store, err := a.reviewStore(pool, c.mode())
 	if err != nil {
 		return err
 	}
@@ -152,7 +153,7 @@ func (c *scanCmd) Run(a *app) error {
 	s := sweep.New(store, gw, cfg)
 
 	if !c.Once {
-		a.logger.Info("sweeping continuously; stop with Ctrl-C", "job", cfg.Job, "rps", c.RPS)
+		a.logger.Info("sweeping continuously; stop with Ctrl-C", "job", cfg.Job, "rps", c.RPS, "repair_mode", c.mode())
 		return s.Run(a.ctx, nil)
 	}
 
@@ -170,7 +171,7 @@ func (c *scanCmd) Run(a *app) error {
 			return err
 		}
 	} else {
-		printCycle(a, rep)
+		printCycle(a, rep, c.mode())
 	}
 	if rep.StillUnverifiable > 0 {
 		return incompleteError{fmt.Errorf("%d rows could not be verified (Stripe unavailable for them); they stay queued for recheck", rep.StillUnverifiable)}
@@ -178,7 +179,7 @@ func (c *scanCmd) Run(a *app) error {
 	return nil
 }
 
-func printCycle(a *app, rep sweep.CycleReport) {
+func printCycle(a *app, rep sweep.CycleReport, mode payrecon.RepairMode) {
 	fmt.Fprintf(a.stdout, "job %s: cycle complete in %s\n", rep.Job, payrecon.FormatDuration(rep.Duration))
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "rows scanned\t%d\t\n", rep.Scanned)
@@ -191,7 +192,14 @@ func printCycle(a *app, rep sweep.CycleReport) {
 	fmt.Fprintf(tw, "verified\t%d\t\n", rep.Verified)
 	fmt.Fprintf(tw, "new findings\t%d\t\n", rep.NewFindings)
 	fmt.Fprintf(tw, "findings resolved\t%d\t\n", rep.Resolved)
-	fmt.Fprintf(tw, "repair commands queued\t%d\t\n", rep.Commands)
+	switch {
+	case mode.Holds():
+		fmt.Fprintf(tw, "repair commands held for review\t%d\t\n", rep.Commands)
+	case mode.Queues():
+		fmt.Fprintf(tw, "repair commands queued\t%d\t\n", rep.Commands)
+	default:
+		fmt.Fprintf(tw, "repair commands queued\t0\t(--repair-mode off)\n")
+	}
 	fmt.Fprintf(tw, "Stripe requests\t%d\t\n", rep.StripeCalls)
 	if rep.Pauses > 0 {
 		fmt.Fprintf(tw, "outage pauses\t%d\t\n", rep.Pauses)
@@ -201,6 +209,9 @@ func printCycle(a *app, rep sweep.CycleReport) {
 	}
 	fmt.Fprintf(tw, "still unverifiable\t%d\t\n", rep.StillUnverifiable)
 	_ = tw.Flush()
+	if mode.Holds() && rep.Commands > 0 {
+		fmt.Fprintln(a.stdout, "nothing was repaired: see `payrecon repairs list`, approve with `payrecon repairs approve ID…` or `--all`")
+	}
 }
 
 // progress shows a bar on a terminal and a log line every few seconds

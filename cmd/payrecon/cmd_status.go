@@ -156,6 +156,12 @@ func printStatus(w io.Writer, st postgres.Status) {
 		backlog += fmt.Sprintf(" (oldest queued %s)", ago(st.Now, st.OutboxOldest))
 	}
 	fmt.Fprintf(tw, "repair queue\t%s, %d dead letters\n", backlog, st.DeadLetters)
+	if st.HeldRepairs > 0 {
+		fmt.Fprintf(tw, "held for review\t%d repair commands (longest waiting since %s): `payrecon repairs list`, then `payrecon repairs approve`\n",
+			st.HeldRepairs, ago(st.Now, st.HeldOldest))
+	} else {
+		fmt.Fprintf(tw, "held for review\t0 repair commands\n")
+	}
 	if st.DeadLetters > 0 {
 		warnings = append(warnings, fmt.Sprintf("%d repair commands were dead-lettered: see `payrecon relay --dead-letters` and retry them with `payrecon relay --retry JOB_ID`", st.DeadLetters))
 	}

@@ -17,10 +17,13 @@
 --   @resolved_by                 who resolves the finding ('outbox:<id>')
 --   @repaired, @already          the resolutions of a finding whose payment
 --                                the command moved / found in the target
+-- A command held for review (outbox.held_at, migration 00022) and not
+-- approved is neither applied nor marked: its job reached a worker some
+-- other way than approval (River's dashboard, relay --retry).
 -- Returns one row when the outbox row exists; the diagnostic columns say
 -- why nothing was applied.
 WITH cmd AS (
-    SELECT o.id, o.event_type, o.processed_at, t.target, string_to_array(t.froms, ',') AS froms,
+    SELECT o.id, o.event_type, o.processed_at, o.held_at IS NOT NULL AND o.approved_at IS NULL AS held, t.target, string_to_array(t.froms, ',') AS froms,
            CASE WHEN jsonb_typeof(o.payload) <> 'object' THEN 'payload is not a JSON object'
                 WHEN NOT coalesce(o.payload->>'payment_id' ~ '^[0-9]{1,18}$', false) THEN 'payload has no valid payment_id'
                 WHEN o.payload ? 'finding_id' AND NOT coalesce(o.payload->>'finding_id' ~ '^[0-9]{1,18}$', false)
@@ -42,7 +45,7 @@ fnd AS (
 todo AS (
     SELECT cmd.*
       FROM cmd
-     WHERE cmd.processed_at IS NULL AND cmd.target IS NOT NULL AND cmd.payload_error IS NULL
+     WHERE cmd.processed_at IS NULL AND cmd.target IS NOT NULL AND cmd.payload_error IS NULL AND NOT cmd.held
        AND (cmd.finding_id IS NULL OR EXISTS (SELECT 1 FROM fnd WHERE fnd.resolved_at IS NULL))
 ),
 applied AS (
@@ -82,7 +85,7 @@ marked AS (
            last_error = NULL
       FROM cmd
      WHERE o.id = cmd.id
-       AND cmd.processed_at IS NULL AND cmd.target IS NOT NULL AND cmd.payload_error IS NULL
+       AND cmd.processed_at IS NULL AND cmd.target IS NOT NULL AND cmd.payload_error IS NULL AND NOT cmd.held
        AND (cmd.finding_id IS NULL OR EXISTS (SELECT 1 FROM fnd))
     RETURNING o.outcome
 )
@@ -99,5 +102,6 @@ SELECT cmd.event_type,
        (SELECT out_version FROM described),
        (SELECT out_transition_id FROM described),
        EXISTS (SELECT 1 FROM resolved)                               AS resolved,
-       (SELECT outcome FROM marked)                                  AS recorded
+       (SELECT outcome FROM marked)                                  AS recorded,
+       cmd.held
   FROM cmd
