@@ -204,7 +204,7 @@ func (e *Events) hold(ctx context.Context, tx pgx.Tx, ev payrecon.Event, cmd pay
 		"payment_id": id, "intent_id": ev.IntentID(), "kind": string(d.Kind), "verdict": string(d.Verdict),
 		"local_status": status, "external_status": string(observed), "command": command,
 		"reason": fmt.Sprintf("%s (%s %s, not applied: --repair-mode %s)", d.Reason, ev.Type, ev.ID, e.RepairMode),
-		"job": string(e.source), "now": now,
+		"job":    string(e.source), "now": now,
 	}).Scan(&findingID, &outboxID); err != nil {
 		return ar, fmt.Errorf("open the finding of event %s: %w", ev.ID, err)
 	}

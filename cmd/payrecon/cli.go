@@ -316,7 +316,6 @@ func (a *app) insertOnlyRelay(pool *pgxpool.Pool) (*relay.Relay, error) {
 	return rl, nil
 }
 
-
 // closePool closes pool when the command returns; deferred as
 // `defer closePool(pool)`. During a panic it does not close: pgxpool's Close
 // waits for every connection to come back, and a panic can leave one
