@@ -75,3 +75,8 @@ const (
 	// judges in sync); its finding, if the table has one, was opened.
 	OutcomeNotApplied = "not_applied"
 )
+
+// RepairDroppedPrefix begins the outbox outcome of a held repair command
+// that was dropped because its finding closed before an approval: it was
+// never applied.
+const RepairDroppedPrefix = "dropped: "

@@ -10,7 +10,9 @@
 // drawn as SVG on the server); the findings list with filters, keyset
 // pagination and a CSV export of the same filter; a finding's page with
 // the payment, what Stripe said and a timeline; a lookup by payment id,
-// order id or PaymentIntent id; the audit log of console actions.
+// order id or PaymentIntent id; the repairs held for review
+// (--repair-mode review), each with Approve, and Approve all; the audit log
+// of console actions.
 //
 // # Access
 //
@@ -25,7 +27,7 @@
 // console is open to whoever reaches the admin listener, which the service
 // allows only on a loopback address.
 //
-// Every action (resolve, recheck, retry) is a POST carrying a CSRF token
+// Every action (resolve, recheck, retry, approve) is a POST carrying a CSRF token
 // bound to the session; cross-site POSTs are refused before the token is
 // even read (net/http's CrossOriginProtection). Each action is recorded with
 // the operator's name by Actions. Pages only read (ReadModel); the Sampler
@@ -175,10 +177,13 @@ func (c *Console) routes() {
 	m.Handle("GET /console/findings/{id}", c.page(c.handleFinding))
 	m.Handle("GET /console/lookup", c.page(c.handleLookup))
 	m.Handle("GET /console/audit", c.page(c.handleAudit))
+	m.Handle("GET /console/repairs", c.page(c.handleHeldRepairs))
 
 	m.Handle("POST /console/findings/{id}/resolve", c.action(c.handleResolve))
 	m.Handle("POST /console/findings/{id}/recheck", c.action(c.handleRecheck))
 	m.Handle("POST /console/dead-letters/{job}/retry", c.action(c.handleRetry))
+	m.Handle("POST /console/repairs/{id}/approve", c.action(c.handleApprove))
+	m.Handle("POST /console/repairs/approve-all", c.action(c.handleApproveAll))
 	m.Handle("/console/", c.requireSession(http.NotFoundHandler()))
 }
 

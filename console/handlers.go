@@ -481,3 +481,43 @@ func (c *Console) handleRetry(w http.ResponseWriter, r *http.Request, s session)
 	}
 	c.redirectWith(w, r, back, res)
 }
+
+// heldLimit bounds the held repairs page.
+const heldLimit = 500
+
+func (c *Console) handleHeldRepairs(w http.ResponseWriter, r *http.Request, p *page) (string, int, error) {
+	held, err := c.cfg.Read.HeldRepairs(r.Context(), heldLimit)
+	if err != nil {
+		return "", 0, err
+	}
+	p.Title, p.Nav, p.Data = "Held repairs", "repairs", held
+	return "repairs", http.StatusOK, nil
+}
+
+func (c *Console) handleApprove(w http.ResponseWriter, r *http.Request, s session) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	c.approve(w, r, s, []int64{id}, false)
+}
+
+func (c *Console) handleApproveAll(w http.ResponseWriter, r *http.Request, s session) {
+	c.approve(w, r, s, nil, true)
+}
+
+func (c *Console) approve(w http.ResponseWriter, r *http.Request, s session, ids []int64, all bool) {
+	back := "/console/repairs"
+	if ret := r.PostForm.Get("return"); ret != "" {
+		back = safeNext(ret)
+	}
+	res, err := c.cfg.Actions.ApproveRepairs(r.Context(), ids, all, s.Operator)
+	if err != nil {
+		c.log.Warn("console: approval failed", "outbox_ids", ids, "all", all, "operator", s.Operator, "error", err)
+		res = "Approval failed: " + err.Error()
+	} else {
+		c.log.Info("console: repairs approved", "outbox_ids", ids, "all", all, "operator", s.Operator)
+	}
+	c.redirectWith(w, r, back, res)
+}

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/payrecon/payrecon"
@@ -27,6 +28,10 @@ type ReadModel interface {
 	Lookup(ctx context.Context, q string) ([]PaymentMatch, error)
 	// Audit returns the latest console actions, newest first.
 	Audit(ctx context.Context, limit int) ([]AuditEntry, error)
+	// HeldRepairs returns up to limit repair commands held for review
+	// (--repair-mode review) whose finding is open, the longest-waiting
+	// first.
+	HeldRepairs(ctx context.Context, limit int) ([]HeldRepair, error)
 }
 
 // Actions are the console's writes. Each records an audit entry with the
@@ -41,6 +46,30 @@ type Actions interface {
 	// RetryDeadLetter makes a dead-lettered repair job run again and returns
 	// what happened, in words.
 	RetryDeadLetter(ctx context.Context, jobID int64, operator string) (string, error)
+	// ApproveRepairs lets held repair commands through (every held one with
+	// all, else outboxIDs), as `payrecon repairs approve`, and returns what
+	// happened, in words: a command whose finding closed meanwhile is
+	// dropped, never applied.
+	ApproveRepairs(ctx context.Context, outboxIDs []int64, all bool, operator string) (string, error)
+}
+
+// HeldRepair is a repair command held for review, waiting for an approval.
+type HeldRepair struct {
+	OutboxID       int64
+	Command        payrecon.Command
+	HeldAt         time.Time
+	FindingID      int64
+	Kind           payrecon.Kind
+	PaymentID      int64 // 0: none
+	OrderID        string
+	IntentID       string
+	LocalStatus    string
+	ExternalStatus string
+	// StatusNow is the payment's status now ("" when it is gone).
+	StatusNow string
+	Reason    string
+	// Job is the road that found it: a sweep job, webhook or events.
+	Job string
 }
 
 // Overview is the console's first page.
@@ -62,6 +91,10 @@ type Overview struct {
 	Notifications Queue
 	// DeadLetters are the most recent repair dead letters.
 	DeadLetters []DeadLetter
+	// Held counts repair commands held for review whose finding is open;
+	// HeldOldest is when the longest-waiting was held (zero: none).
+	Held       int64
+	HeldOldest time.Time
 }
 
 // Job is one sweep job's progress and projection.
@@ -219,6 +252,16 @@ type Repair struct {
 
 // Dead reports whether the delivery was given up on (retryable by hand).
 func (r Repair) Dead() bool { return r.JobState == "discarded" || r.JobState == "cancelled" }
+
+// Dropped reports whether the command was held and dropped, never applied:
+// its finding closed before an approval.
+func (r Repair) Dropped() bool {
+	return r.ProcessedAt != nil && strings.HasPrefix(r.Outcome, payrecon.RepairDroppedPrefix)
+}
+
+// Held reports whether the command waits for an approval (River's pending
+// state: --repair-mode review).
+func (r Repair) Held() bool { return r.ProcessedAt == nil && r.JobState == "pending" }
 
 // Event is one entry of a finding's timeline. Source names where it comes
 // from (one query each; see the timeline sources of the read model) and

@@ -97,6 +97,13 @@ func serviceConfig(sim *stripesim.Server, pw string, logs io.Writer) service.Con
 // findings are recorded and repaired, and stops it with the test.
 func setup(t *testing.T, pw string) *testBundle {
 	t.Helper()
+	return setupMode(t, pw, payrecon.RepairApply)
+}
+
+// setupMode is setup with the service in repair mode mode: under review,
+// it waits for the first cycle's repairs to be held instead of repaired.
+func setupMode(t *testing.T, pw string, mode payrecon.RepairMode) *testBundle {
+	t.Helper()
 	pool := pgtest.NewDB(t)
 	sim := simtest.Start(t, stripesim.Config{})
 	b := &testBundle{pool: pool, sim: sim, logs: &syncBuffer{}, payments: map[string]int64{}}
@@ -112,7 +119,9 @@ func setup(t *testing.T, pw string) *testBundle {
 	for i, id := range pgtest.InsertPayments(t, pool, ps) {
 		b.payments[scenario[i][0]] = id
 	}
-	svc, err := service.New(pool, serviceConfig(sim, pw, b.logs))
+	cfg := serviceConfig(sim, pw, b.logs)
+	cfg.RepairMode = mode
+	svc, err := service.New(pool, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,9 +137,14 @@ func setup(t *testing.T, pw string) *testBundle {
 	})
 	testkit.WaitFor(t, "the service to listen", 30*time.Second, func() bool { return svc.AdminAddr() != "" && svc.Addr() != "" })
 	b.admin, b.public = "http://"+svc.AdminAddr(), "http://"+svc.Addr()
-	testkit.WaitFor(t, "the first cycle's findings, repaired", 60*time.Second, func() bool {
+	testkit.WaitFor(t, "the first cycle's findings, repaired (or held)", 60*time.Second, func() bool {
+		unprocessed := "SELECT count(*) FROM outbox WHERE processed_at IS NULL"
+		want := 0
+		if mode.Holds() {
+			unprocessed, want = "SELECT count(*) FROM outbox WHERE processed_at IS NULL AND held_at IS NOT NULL", 2
+		}
 		return pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings") == scenarioFindings &&
-			pgtest.Count(t, pool, "SELECT count(*) FROM outbox WHERE processed_at IS NULL") == 0
+			pgtest.Count(t, pool, unprocessed) == want
 	})
 	// What the money checks (migration 00008) record: amounts on three of
 	// the four findings of one kind, in two currencies.

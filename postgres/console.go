@@ -92,7 +92,8 @@ func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (console.Ov
 	}
 	ov := console.Overview{Now: now, Lag: st.Lag, LagKnown: st.LagKnown, Rows: st.Rows, NewRowsPerHour: st.NewRowsPerHour,
 		OpenTotal: st.OpenFindingsTotal,
-		Repairs:   console.Queue{Backlog: st.OutboxBacklog, Oldest: st.OutboxOldest, DeadLetters: st.DeadLetters}}
+		Repairs:   console.Queue{Backlog: st.OutboxBacklog, Oldest: st.OutboxOldest, DeadLetters: st.DeadLetters},
+		Held:      st.HeldRepairs, HeldOldest: st.HeldOldest}
 	for _, j := range st.Jobs {
 		cj := console.Job{Name: j.Job, Progress: j.Progress, CycleAge: j.CycleAge, SinceLastCycle: j.SinceLastCycle,
 			LastCycleDuration: j.LastCycleDuration, Throughput: j.Throughput, Projection: j.Projection}
@@ -159,6 +160,29 @@ func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (console.Ov
 		return ov, fmt.Errorf("console overview: %w", err)
 	}
 	return ov, nil
+}
+
+// HeldRepairs implements console.ReadModel, in a read-only transaction.
+func (c *ConsoleReader) HeldRepairs(ctx context.Context, limit int) ([]console.HeldRepair, error) {
+	var held []HeldRepair
+	err := c.readOnly(ctx, func(tx pgx.Tx) error {
+		var err error
+		held, err = heldRepairs(ctx, tx, limit)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]console.HeldRepair, len(held))
+	for i, h := range held {
+		out[i] = console.HeldRepair{OutboxID: h.OutboxID, Command: h.Command, HeldAt: h.HeldAt, FindingID: h.FindingID,
+			Kind: h.Kind, OrderID: h.OrderID, IntentID: h.IntentID, LocalStatus: h.LocalStatus,
+			ExternalStatus: h.ExternalStatus, StatusNow: h.Status, Reason: h.Reason, Job: h.Job}
+		if h.PaymentID != nil {
+			out[i].PaymentID = *h.PaymentID
+		}
+	}
+	return out, nil
 }
 
 // History implements console.ReadModel.
@@ -469,6 +493,7 @@ const (
 	ConsoleActionResolve = "resolve"
 	ConsoleActionRecheck = "recheck"
 	ConsoleActionRetry   = "retry_dead_letter"
+	ConsoleActionApprove = "approve_repair"
 )
 
 // ConsoleAudit writes what the console's actions change: resolutions and

@@ -36,7 +36,16 @@ type HeldRepair struct {
 // HeldRepairs lists up to limit held repair commands whose finding is open,
 // the longest-waiting first.
 func (m *Monitor) HeldRepairs(ctx context.Context, limit int) ([]HeldRepair, error) {
-	rows, err := m.pool.Query(ctx, queries.Get("held_repairs"), pgx.StrictNamedArgs{"limit": limit})
+	return heldRepairs(ctx, m.pool, limit)
+}
+
+// querier is what heldRepairs reads through: a pool or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+func heldRepairs(ctx context.Context, q querier, limit int) ([]HeldRepair, error) {
+	rows, err := q.Query(ctx, queries.Get("held_repairs"), pgx.StrictNamedArgs{"limit": limit})
 	if err != nil {
 		return nil, fmt.Errorf("list held repairs: %w", err)
 	}

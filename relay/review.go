@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/postgres"
 )
 
@@ -22,7 +23,7 @@ import (
 
 // OutcomeDroppedPrefix begins the outbox outcome of a held command that was
 // dropped because its finding closed before an approval.
-const OutcomeDroppedPrefix = "dropped: "
+const OutcomeDroppedPrefix = payrecon.RepairDroppedPrefix
 
 // settleBatch bounds the commands one settling transaction locks.
 const settleBatch = 500

@@ -205,3 +205,45 @@ func (a *consoleActions) RetryDeadLetter(ctx context.Context, jobID int64, opera
 		FindingID: findingID, JobID: jobID, Outcome: outcome})
 	return msg, errors.Join(err, ferr, rerr)
 }
+
+// ApproveRepairs is `payrecon repairs approve`: each command settled is
+// recorded in the audit trail with the operator, approved or dropped.
+func (a *consoleActions) ApproveRepairs(ctx context.Context, outboxIDs []int64, all bool, operator string) (string, error) {
+	rep, err := a.relay.Approve(ctx, outboxIDs, all, operator)
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	record := func(s relay.Settled, outcome string) {
+		if rerr := a.audit.Record(ctx, console.AuditEntry{Operator: operator, Action: postgres.ConsoleActionApprove,
+			FindingID: s.FindingID, JobID: s.JobID, Outcome: outcome}); rerr != nil {
+			errs = append(errs, rerr)
+		}
+	}
+	for _, s := range rep.Approved {
+		record(s, fmt.Sprintf("approved repair command %d", s.OutboxID))
+	}
+	for _, s := range rep.Dropped {
+		record(s, fmt.Sprintf("dropped repair command %d, never applied: %s", s.OutboxID, strings.TrimPrefix(s.Dropped, relay.OutcomeDroppedPrefix)))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Approved %d held repair%s", len(rep.Approved), plural(len(rep.Approved)))
+	if len(rep.Approved) > 0 {
+		b.WriteString("; a running replica applies each once")
+	}
+	b.WriteString(".")
+	if len(rep.Dropped) > 0 {
+		fmt.Fprintf(&b, " Dropped %d whose finding had closed (never applied).", len(rep.Dropped))
+	}
+	if len(rep.NotHeld) > 0 {
+		fmt.Fprintf(&b, " %d not held any more (approved, applied or dropped already).", len(rep.NotHeld))
+	}
+	return b.String(), errors.Join(errs...)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
