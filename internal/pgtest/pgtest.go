@@ -66,24 +66,40 @@ func NewDB(t testing.TB) *pgxpool.Pool {
 // connections, such as the built binary).
 func NewURL(t testing.TB) string {
 	t.Helper()
+	u, drop, err := Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return u
+}
+
+// Create is NewURL outside a test (a TestMain, the fixture of an Example):
+// it returns the fresh database's URL and the function that drops it.
+func Create() (url string, drop func() error, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx) })
 	if templateErr != nil {
-		t.Fatalf("test database template: %v", templateErr)
+		return "", nil, fmt.Errorf("test database template: %w", templateErr)
 	}
 	name := pgadmin.RandomName("payrecon_test_")
 	if err := pgadmin.CreateDatabase(ctx, AdminURL(), name, templateName); err != nil {
-		t.Fatalf("clone test database: %v", err)
+		return "", nil, fmt.Errorf("clone test database: %w", err)
 	}
-	t.Cleanup(func() {
+	drop = func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := pgadmin.DropDatabase(ctx, AdminURL(), name); err != nil {
-			t.Errorf("drop test database %s: %v", name, err)
+			return fmt.Errorf("drop test database %s: %w", name, err)
 		}
-	})
-	return mustWithDatabase(name)
+		return nil
+	}
+	return mustWithDatabase(name), drop, nil
 }
 
 func ensureTemplate(ctx context.Context) (string, error) {
