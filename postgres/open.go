@@ -23,6 +23,9 @@ type OpenConfig struct {
 	MaxConns int32
 	// ConnectTimeout bounds the first connection; default 10s.
 	ConnectTimeout time.Duration
+	// ReadOnly opens every connection with default_transaction_read_only:
+	// PostgreSQL refuses any write (`payrecon doctor`).
+	ReadOnly bool
 }
 
 // Open parses url, connects and pings, and returns a pool. Its errors are
@@ -38,6 +41,9 @@ func Open(ctx context.Context, url string, cfg OpenConfig) (*pgxpool.Pool, error
 	}
 	if cfg.ApplicationName != "" {
 		pc.ConnConfig.RuntimeParams["application_name"] = cfg.ApplicationName
+	}
+	if cfg.ReadOnly {
+		pc.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	if cfg.MaxConns > 0 {
 		pc.MaxConns = cfg.MaxConns

@@ -260,29 +260,59 @@ func (r *Relay) loadNotification(ctx context.Context, id int64) (n payrecon.Noti
 
 // post sends one signed notification; nil only for a 2xx answer.
 func (r *Relay) post(ctx context.Context, n payrecon.Notification) error {
-	c := r.cfg.Notify
+	if err := send(ctx, r.cfg.Notify, n, r.cfg.Clock.Now()); err != nil {
+		return fmt.Errorf("notify transition %d: %w", n.ID, err)
+	}
+	return nil
+}
+
+// NotificationTestType is the type of PingNotify's test delivery: a
+// receiver answers it 2xx and does nothing else.
+const NotificationTestType = "payrecon.test"
+
+// PingNotify sends one signed test delivery to c.URL, exactly as a
+// notification is sent (the same headers, the same signature, c.Timeout),
+// with type NotificationTestType, id 0 and no payment: `payrecon doctor
+// --ping-notify`. It returns nil only for a 2xx answer.
+func PingNotify(ctx context.Context, c NotifyConfig, now time.Time) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	if !c.enabled() {
+		return errors.New("no notification URL")
+	}
+	own := c.Client == nil
+	c = c.withDefaults()
+	if own {
+		defer c.Client.CloseIdleConnections()
+	}
+	return send(ctx, c, payrecon.Notification{Type: NotificationTestType, OccurredAt: now.UTC()}, now)
+}
+
+// send POSTs n signed with c.Secret at now.
+func send(ctx context.Context, c NotifyConfig, n payrecon.Notification, now time.Time) error {
 	body, err := json.Marshal(n)
 	if err != nil {
-		return fmt.Errorf("notify transition %d: encode: %w", n.ID, err)
+		return fmt.Errorf("encode: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("notify transition %d: %w", n.ID, err)
+		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "payrecon")
 	req.Header.Set(payrecon.IdempotencyKeyHeader, strconv.FormatInt(n.ID, 10))
-	req.Header.Set(payrecon.SignatureHeader, payrecon.SignNotification(body, c.Secret, r.cfg.Clock.Now()))
+	req.Header.Set(payrecon.SignatureHeader, payrecon.SignNotification(body, c.Secret, now))
 	resp, err := c.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("notify transition %d: %w", n.ID, err)
+		return err
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("notify transition %d: the application answered %s", n.ID, resp.Status)
+		return fmt.Errorf("the application answered %s", resp.Status)
 	}
 	return nil
 }

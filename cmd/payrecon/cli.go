@@ -39,6 +39,7 @@ type cli struct {
 	Plan     planCmd     `cmd:"" help:"The cycle-time arithmetic: how long a full sweep takes, and whether it ever completes."`
 	Classify classifyCmd `cmd:"" help:"Print the decision table, or classify one (local, Stripe) status pair."`
 	Demo     demoCmd     `cmd:"" help:"Seed a database with every kind of drift, reconcile it against the built-in Stripe simulator, and report."`
+	Doctor   doctorCmd   `cmd:"" help:"Check an installation before its first day: the database, the payments table, connections, the Stripe key and its permissions, clocks, webhook, notification and console settings, the read allocation. Takes run's flags and environment; only reads; exit 1 when a check fails."`
 	Config   configCmd   `cmd:"" help:"Print the effective configuration, secrets redacted."`
 	Version  versionCmd  `cmd:"" help:"Print the version."`
 }
