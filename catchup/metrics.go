@@ -1,6 +1,10 @@
 package catchup
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payrecon/payrecon"
+)
 
 // metrics is the catch-up's Prometheus instrumentation. The cursor's age and
 // its resets as recorded in the database are the postgres collector's
@@ -21,7 +25,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payrecon_events_applied_total",
-			Help: "Events the catch-up processed, by outcome: the canonical writer's (applied, already_in_target, moved_elsewhere, payment_missing), ignored, duplicate (the webhook or an earlier round had it) or refused (malformed).",
+			Help: "Events the catch-up processed, by outcome: the canonical writer's (applied, already_in_target, moved_elsewhere, payment_missing), ignored, money_finding, held_for_review and not_applied (--repair-mode review, off), duplicate (the webhook or an earlier round had it) or refused (malformed).",
 		}, []string{"outcome"}),
 		delay: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "payrecon_events_detection_delay_seconds",
@@ -40,6 +44,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "payrecon_events_lease_held",
 			Help: "1 while this process holds the events catch-up lease (exactly one replica should).",
 		}),
+	}
+	// Every outcome's series exists from the start, so that a rate over it
+	// is 0, not absent, until the first event.
+	for _, o := range []string{string(payrecon.Applied), string(payrecon.AlreadyInTarget), string(payrecon.MovedElsewhere),
+		string(payrecon.PaymentMissing), payrecon.OutcomeIgnored, payrecon.OutcomeMoneyFinding, payrecon.OutcomeHeld,
+		payrecon.OutcomeNotApplied, OutcomeDuplicate, OutcomeRefused} {
+		m.events.WithLabelValues(o)
 	}
 	if reg != nil {
 		reg.MustRegister(m.events, m.delay, m.rounds, m.resets, m.leased)

@@ -18,8 +18,17 @@ var (
 	binDir  string
 )
 
+// Stamped into the test binary as a release would be (scripts/image does
+// the same from git).
+const (
+	testVersion  = "v0.0.0-test"
+	testRevision = "0123456789abcdef0123456789abcdef01234567"
+)
+
 // binary builds cmd/payrecon once per test process and returns its path,
-// for the tests and benchmarks that run the real binary.
+// for the tests and benchmarks that run the real binary. It is static
+// (CGO_ENABLED=0), as in the container image, which TestImage builds from
+// it.
 func binary(tb testing.TB) string {
 	tb.Helper()
 	binOnce.Do(func() {
@@ -28,7 +37,9 @@ func binary(tb testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "payrecon")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		cmd := exec.Command("go", "build", "-ldflags", "-X main.version="+testVersion+" -X main.revision="+testRevision, "-o", binPath, ".")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			binErr = err
 			tb.Logf("go build: %s", out)

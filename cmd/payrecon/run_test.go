@@ -141,14 +141,17 @@ func TestRunInProcess(t *testing.T) {
 			t.Errorf("/metrics lacks %s (status %d)", name, code)
 		}
 	}
-	// Every metric the example alert rules use is exported.
-	rules, err := os.ReadFile("../../docs/alerts.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range regexp.MustCompile(`payrecon_[a-z_]+`).FindAllString(string(rules), -1) {
-		if !strings.Contains(metrics, "\n"+name) {
-			t.Errorf("docs/alerts.yml uses %s, which /metrics does not export", name)
+	// Every metric the example alert rules and the Grafana dashboard
+	// (deploy/grafana) use is exported.
+	for _, file := range []string{"../../docs/alerts.yml", "../../deploy/grafana/payrecon.json"} {
+		rules, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range regexp.MustCompile(`payrecon_[a-z_]+`).FindAllString(string(rules), -1) {
+			if !strings.Contains(metrics, "\n"+name) {
+				t.Errorf("%s uses %s, which /metrics does not export", file, name)
+			}
 		}
 	}
 	for _, path := range []string{"/metrics", "/riverui/", "/riverui/api/jobs?state=discarded", "/console/"} {
