@@ -63,7 +63,7 @@ const (
 	// OverlapDefault is how far behind the cursor every round lists again,
 	// for events Stripe lists late (Config.Overlap).
 	OverlapDefault = 2 * time.Minute
-	pageSize     = 100
+	pageSize       = 100
 )
 
 // Outcomes a catch-up records besides the processor's own.
