@@ -103,10 +103,10 @@ func (c *configCmd) Run(a *app) error {
 	}
 	cfg := []struct{ Key, Source, Value string }{
 		{"database_url", "DATABASE_URL / --database-url", redact.URL(a.cli.DatabaseURL)},
-		{"stripe_secret_key", "STRIPE_SECRET_KEY / --stripe-secret-key", redactSecret(c.StripeSecretKey)},
-		{"stripe_api_base", "STRIPE_API_BASE / --stripe-api-base", redact.APIBase(c.StripeAPIBase, "https://api.stripe.com")},
+		{"stripe_secret_key", "STRIPE_SECRET_KEY / --stripe-secret-key", redact.Secret(c.StripeSecretKey)},
+		{"stripe_api_base", "STRIPE_API_BASE / --stripe-api-base", apiBaseShown(c.StripeAPIBase)},
 		{"stripe_timeout", "--stripe-timeout", c.StripeTimeout.String()},
-		{"stripe_webhook_secret", "STRIPE_WEBHOOK_SECRET / --stripe-webhook-secret", redactSecretList(c.WebhookSecret)},
+		{"stripe_webhook_secret", "STRIPE_WEBHOOK_SECRET / --stripe-webhook-secret", redact.SecretList(c.WebhookSecret)},
 		{"http_addr", "PAYRECON_HTTP_ADDR / --http-addr", c.HTTPAddr},
 		{"admin_addr", "PAYRECON_ADMIN_ADDR / --admin-addr", c.AdminAddr},
 		{"console_password", "PAYRECON_CONSOLE_PASSWORD / --console-password, PAYRECON_CONSOLE_PASSWORD_FILE / --console-password-file", c.consoleFlags.describe()},
@@ -119,7 +119,7 @@ func (c *configCmd) Run(a *app) error {
 		{"retain_findings", "PAYRECON_RETAIN_FINDINGS / --retain-findings", postgres.FormatRetention(time.Duration(c.RetainFindings))},
 		{"prune_interval", "PAYRECON_PRUNE_INTERVAL / --prune-interval", c.PruneInterval.String()},
 		{"notify_url", "PAYRECON_NOTIFY_URL / --notify-url", redact.URL(c.NotifyURL)},
-		{"notify_secret", "PAYRECON_NOTIFY_SECRET / --notify-secret", redactSecret(c.NotifySecret)},
+		{"notify_secret", "PAYRECON_NOTIFY_SECRET / --notify-secret", redact.Secret(c.NotifySecret)},
 		{"amount_column", "PAYRECON_AMOUNT_COLUMN / --amount-column", c.AmountColumn + " (used when payments has it; `status` says whether it does)"},
 		{"currency_column", "PAYRECON_CURRENCY_COLUMN / --currency-column", c.CurrencyColumn + " (used when payments has it; `status` says whether it does)"},
 		{"ignore_kinds", "PAYRECON_IGNORE_KINDS / --ignore-kinds", ignoredList(ignore)},
@@ -146,31 +146,12 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// redactSecret keeps a key's kind and last four characters: enough to tell
-// keys apart, not enough to use one.
-func redactSecret(s string) string {
-	if s == "" {
-		return "(unset)"
+// apiBaseShown is STRIPE_API_BASE as printed: Stripe's own when unset.
+func apiBaseShown(raw string) string {
+	if raw == "" {
+		return "https://api.stripe.com"
 	}
-	prefix := ""
-	if i := strings.LastIndex(s, "_"); i > 0 && i < 12 {
-		prefix = s[:i+1]
-	}
-	if len(s) <= 8 {
-		return prefix + "****"
-	}
-	return prefix + "****" + s[len(s)-4:]
-}
-
-func redactSecretList(s string) string {
-	if s == "" {
-		return "(unset)"
-	}
-	parts := splitList(s)
-	for i, p := range parts {
-		parts[i] = redactSecret(p)
-	}
-	return strings.Join(parts, ",")
+	return redact.URL(raw)
 }
 
 func splitList(s string) []string {

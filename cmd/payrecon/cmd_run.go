@@ -107,8 +107,8 @@ func (c *runCmd) Run(a *app) error {
 		return configError{err}
 	}
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
-		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", redact.APIBase(c.StripeAPIBase, "https://api.stripe.com"),
-		"stripe_webhook_secret", redactSecretList(c.WebhookSecret), "http_addr", c.HTTPAddr,
+		"stripe_secret_key", redact.Secret(c.StripeSecretKey), "stripe_api_base", apiBaseShown(c.StripeAPIBase),
+		"stripe_webhook_secret", redact.SecretList(c.WebhookSecret), "http_addr", c.HTTPAddr,
 		"admin_addr", c.AdminAddr, "console_password", c.consoleFlags.describe(), "job", cfg.Job,
 		"batch", c.Batch, "grace", c.Grace, "rps", c.RPS, "concurrency", c.Concurrency, "mode", c.Mode,
 		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts, "db_max_conns", a.cli.DBMaxConns,
