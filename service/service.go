@@ -61,6 +61,10 @@ type Config struct {
 	// Console tunes the console; its Password, Read, Actions, Logger, Clock
 	// and StripeHealthFunc are set by the service.
 	Console console.Config
+	// MetricsPublic serves the admin listener's /metrics without a login
+	// although ConsolePassword is set (--metrics-public); by default it then
+	// needs the password (HTTP basic auth) or a console session.
+	MetricsPublic bool
 	// Sweep configures the continuous sweep; its Money checks (and
 	// Money.Ignore, which the webhook's findings obey too) come from the
 	// caller.
@@ -178,7 +182,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.AdminAddr == "" {
 		cfg.AdminAddr = AdminAddrDefault
 	}
-	if err := CheckAdminExposure(cfg.AdminAddr, cfg.ConsolePassword != ""); err != nil {
+	if err := CheckAdminExposure(cfg.AdminAddr, cfg.ConsolePassword); err != nil {
 		return nil, err
 	}
 	if cfg.ShutdownTimeout <= 0 {
@@ -288,7 +292,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		Clock:       cfg.Clock,
 		Events:      events,
 		Webhook:     httpapi.WebhookConfig{Secrets: cfg.WebhookSecrets},
-		Metrics:     promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}),
+		Metrics:     s.console.ProtectMetrics(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}), cfg.MetricsPublic),
 		Ready:       http.HandlerFunc(s.handleReady),
 		Queue:       s.console.Protect(ui),
 		QueuePrefix: relay.UIPrefix,

@@ -103,7 +103,7 @@ func (c *runCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	if err := service.CheckAdminExposure(c.AdminAddr, password != ""); err != nil {
+	if err := service.CheckAdminExposure(c.AdminAddr, password); err != nil {
 		return configError{err}
 	}
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
