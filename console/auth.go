@@ -59,10 +59,11 @@ type auth struct {
 	ttl      time.Duration
 	now      func() time.Time
 	logins   *loginLimiter
+	sessions SessionStore
 }
 
-func newAuth(password string, iterations int, ttl time.Duration, now func() time.Time, logins *loginLimiter) (*auth, error) {
-	a := &auth{open: password == "", ttl: ttl, now: now, logins: logins}
+func newAuth(password string, iterations int, ttl time.Duration, now func() time.Time, logins *loginLimiter, sessions SessionStore) (*auth, error) {
+	a := &auth{open: password == "", ttl: ttl, now: now, logins: logins, sessions: sessions}
 	if a.open {
 		a.key = make([]byte, 32)
 		if _, err := rand.Read(a.key); err != nil {
@@ -97,20 +98,40 @@ func (a *auth) mac(parts ...string) []byte {
 
 var b64 = base64.RawURLEncoding
 
-// newSession signs a session for operator: "v1.<expiry>.<id>.<operator>.<mac>".
-func (a *auth) newSession(operator string) (session, string, error) {
+// newSession starts a session for operator, recorded in the session
+// store, and signs its cookie: "v1.<expiry>.<id>.<operator>.<mac>".
+func (a *auth) newSession(ctx context.Context, operator string) (session, string, error) {
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return session{}, "", err
 	}
-	s := session{ID: hex.EncodeToString(id), Operator: operator, Expires: a.now().Add(a.ttl)}
+	now := a.now()
+	s := session{ID: hex.EncodeToString(id), Operator: operator, Expires: now.Add(a.ttl)}
+	if err := a.sessions.StartSession(ctx, sessionHash(s.ID), operator, now, s.Expires); err != nil {
+		return session{}, "", err
+	}
 	exp := strconv.FormatInt(s.Expires.Unix(), 10)
 	op := b64.EncodeToString([]byte(operator))
 	return s, strings.Join([]string{"v1", exp, s.ID, op, b64.EncodeToString(a.mac("session", exp, s.ID, op))}, "."), nil
 }
 
+// sessionHash is how the session store knows a session.
+func sessionHash(id string) []byte {
+	h := sha256.Sum256([]byte(id))
+	return h[:]
+}
+
+// endSession deletes the session from the store (the anonymous session of
+// an open console has nothing to end).
+func (a *auth) endSession(ctx context.Context, s session) error {
+	if s.ID == openSessionID {
+		return nil
+	}
+	return a.sessions.EndSession(ctx, sessionHash(s.ID))
+}
+
 // parseSession checks a cookie value: its MAC (in constant time) and its
-// expiry.
+// expiry; resolve then asks the store whether it is still open.
 func (a *auth) parseSession(v string) (session, bool) {
 	p := strings.Split(v, ".")
 	if len(p) != 5 || p[0] != "v1" {
@@ -172,18 +193,29 @@ func (a *auth) setCookie(w http.ResponseWriter, r *http.Request, name, value str
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)})
 }
 
-// resolve returns the request's session: the cookie's when valid; without
-// a password, an anonymous one when there is no cookie.
-func (a *auth) resolve(r *http.Request) (session, bool) {
+// openSessionID is the anonymous session of a console without a password.
+const openSessionID = "open"
+
+// resolve returns the request's session: the cookie's when it is signed,
+// unexpired and still in the session store (not logged out); without a
+// password, an anonymous one otherwise. An error is the store's: the
+// session could not be checked.
+func (a *auth) resolve(r *http.Request) (session, bool, error) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		if s, ok := a.parseSession(c.Value); ok {
-			return s, true
+			valid, err := a.sessions.SessionValid(r.Context(), sessionHash(s.ID), a.now())
+			if err != nil {
+				return session{}, false, err
+			}
+			if valid {
+				return s, true, nil
+			}
 		}
 	}
 	if a.open {
-		return session{ID: "open", Operator: OperatorDefault}, true
+		return session{ID: openSessionID, Operator: OperatorDefault}, true, nil
 	}
-	return session{}, false
+	return session{}, false, nil
 }
 
 // OperatorDefault is the name recorded with actions when the operator gave

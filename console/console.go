@@ -79,6 +79,8 @@ type Config struct {
 	Read ReadModel
 	// Actions are the operator's actions.
 	Actions Actions
+	// Sessions keeps the sessions on the server (postgres.ConsoleSessions).
+	Sessions SessionStore
 	// StripeHealthFunc, when set, reports the Stripe client's state for the
 	// overview.
 	StripeHealthFunc func() StripeHealth
@@ -115,8 +117,8 @@ type Console struct {
 
 // New builds the console.
 func New(cfg Config) (*Console, error) {
-	if cfg.Read == nil || cfg.Actions == nil {
-		return nil, errors.New("console: a read model and actions are required")
+	if cfg.Read == nil || cfg.Actions == nil || cfg.Sessions == nil {
+		return nil, errors.New("console: a read model, actions and a session store are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -143,7 +145,7 @@ func New(cfg Config) (*Console, error) {
 		cfg.LoginBurstTotal = LoginBurstTotalDefault
 	}
 	logins := newLoginLimiter(cfg.LoginsPerMinute, cfg.LoginBurst, cfg.LoginsPerMinuteTotal, cfg.LoginBurstTotal)
-	a, err := newAuth(cfg.Password, cfg.KDFIterations, cfg.SessionTTL, cfg.Clock.Now, logins)
+	a, err := newAuth(cfg.Password, cfg.KDFIterations, cfg.SessionTTL, cfg.Clock.Now, logins, cfg.Sessions)
 	if err != nil {
 		return nil, fmt.Errorf("console: session key: %w", err)
 	}
@@ -230,7 +232,10 @@ func (c *Console) ProtectMetrics(h http.Handler, public bool) http.Handler {
 			}
 			c.auth.logins.allow(key, c.clock.Now()) // a wrong guess costs what a login does
 			c.log.Warn("console: metrics refused", "reason", "wrong_password", "remote_addr", addr)
-		} else if _, ok := c.auth.resolve(r); ok {
+		} else if _, ok, err := c.auth.resolve(r); err != nil {
+			c.sessionUnchecked(w, r, err)
+			return
+		} else if ok {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -297,7 +302,11 @@ func (c *Console) routes() {
 // request away: GET and HEAD to the login page (then back), others 401.
 func (c *Console) requireSession(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, ok := c.auth.resolve(r)
+		s, ok, err := c.auth.resolve(r)
+		if err != nil {
+			c.sessionUnchecked(w, r, err)
+			return
+		}
 		if !ok {
 			w.Header().Set("Cache-Control", "no-store")
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -309,6 +318,16 @@ func (c *Console) requireSession(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r.WithContext(contextWith(r.Context(), s)))
 	})
+}
+
+// sessionUnchecked answers a request whose session the store could not
+// check (the database is down): 503, never a page.
+func (c *Console) sessionUnchecked(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() == nil {
+		c.log.Error("console: check session", "path", r.URL.Path, "error", err)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Error(w, "the session could not be checked: the database does not answer; try again", http.StatusServiceUnavailable)
 }
 
 // action guards a state-changing POST: same-origin only, a session, and the

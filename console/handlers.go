@@ -398,10 +398,10 @@ func (c *Console) handleLogin(w http.ResponseWriter, r *http.Request) {
 		c.render(w, "login", http.StatusUnauthorized, p)
 		return
 	}
-	s, value, err := c.auth.newSession(name)
+	s, value, err := c.auth.newSession(r.Context(), name)
 	if err != nil {
 		c.log.Error("console: new session", "error", err)
-		http.Error(w, "could not start a session", http.StatusInternalServerError)
+		http.Error(w, "could not start a session: the database does not answer; try again", http.StatusServiceUnavailable)
 		return
 	}
 	c.auth.setCookie(w, r, sessionCookie, value, int(c.cfg.SessionTTL.Seconds()))
@@ -410,6 +410,11 @@ func (c *Console) handleLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) handleLogout(w http.ResponseWriter, r *http.Request, s session) {
+	if err := c.auth.endSession(r.Context(), s); err != nil {
+		c.log.Error("console: logout", "operator", s.Operator, "error", err)
+		http.Error(w, "the session could not be ended: the database does not answer; try again", http.StatusServiceUnavailable)
+		return
+	}
 	c.auth.setCookie(w, r, sessionCookie, "", -1)
 	c.log.Info("console: logout", "operator", s.Operator, "remote_addr", clientAddr(r))
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)

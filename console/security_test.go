@@ -286,3 +286,55 @@ func TestLoginFloodFromManyAddresses(t *testing.T) {
 		}
 	})
 }
+
+// Logging out ends the session on the server: the cookie, copied before,
+// replayed afterwards, opens nothing on this replica or another (pages,
+// River's API, actions), and the session's row is gone. Expired sessions
+// are deleted as new ones start.
+func TestLogoutEndsTheSession(t *testing.T) {
+	t.Parallel()
+	b := setup(t, password)
+	other := b.replica(t, password, nil)
+	c := login(t, b.admin, "judy")
+	if r := get(t, other.URL+"/console/findings", c); r.status != http.StatusOK {
+		t.Fatalf("another replica before the logout = %d", r.status)
+	}
+	id := b.findingOf(t, "pi_review_1")
+	page := get(t, fmt.Sprintf("%s/console/findings/%d", b.admin, id), c)
+	token := csrfOf(t, page.body)
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM console_sessions WHERE operator = 'judy'"); n != 1 {
+		t.Fatalf("%d server-side sessions for judy, want 1", n)
+	}
+	if r := post(t, other.URL+"/console/logout", url.Values{"csrf": {token}}, nil, c); r.status != http.StatusSeeOther {
+		t.Fatalf("logout on the other replica = %d", r.status)
+	}
+	for _, base := range []string{b.admin, other.URL} {
+		for _, path := range []string{"/console/", "/console/findings", "/riverui/", "/riverui/api/jobs?state=available"} {
+			if r := get(t, base+path, c); r.status != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/console/login") {
+				t.Errorf("the replayed cookie, GET %s = %d, want a redirect to the login", path, r.status)
+			}
+		}
+		r := post(t, fmt.Sprintf("%s/console/findings/%d/resolve", base, id), url.Values{"note": {"replayed"}, "csrf": {token}}, nil, c)
+		if r.status != http.StatusUnauthorized {
+			t.Errorf("the replayed cookie, POST resolve = %d, want 401", r.status)
+		}
+		req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+		req.AddCookie(c)
+		if r := do(t, req); r.status != http.StatusUnauthorized {
+			t.Errorf("the replayed cookie, GET /metrics = %d, want 401", r.status)
+		}
+	}
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM reconciliation_findings WHERE id = $1 AND resolved_at IS NULL", id); n != 1 {
+		t.Error("the replayed cookie resolved a finding")
+	}
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM console_sessions WHERE operator = 'judy'"); n != 0 {
+		t.Errorf("%d sessions left after the logout", n)
+	}
+	// Sessions that expired are deleted when the next one starts.
+	login(t, b.admin, "kate")
+	later := b.replica(t, password, func(cfg *service.Config) { cfg.Clock = testkit.NewClock(time.Now().Add(13 * time.Hour)) })
+	login(t, later.URL, "leo")
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM console_sessions WHERE operator <> 'leo'"); n != 0 {
+		t.Errorf("%d expired sessions kept", n)
+	}
+}

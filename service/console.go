@@ -78,6 +78,7 @@ func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*conso
 	cc := s.cfg.Console
 	cc.Password = s.cfg.ConsolePassword
 	cc.Read = reader
+	cc.Sessions = postgres.NewConsoleSessions(pool)
 	cc.Actions = &consoleActions{
 		audit:    postgres.NewConsoleAudit(pool, s.cfg.Clock),
 		findings: postgres.NewFindings(pool, s.cfg.Clock),
