@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 	"golang.org/x/sync/errgroup"
 
 	"riverqueue.com/riverui"
@@ -50,6 +51,11 @@ type Config struct {
 	// health only (default 127.0.0.1:8080; port 0 picks a free one, see
 	// Addr).
 	HTTPAddr string
+	// HTTPMaxConns caps the connections the public listener holds at once
+	// (default HTTPMaxConnsDefault): more wait in the kernel's accept queue
+	// until one closes, so a flood of idle connections costs at most this
+	// many file descriptors (each is cut off by Timeouts.ReadHeader).
+	HTTPMaxConns int
 	// AdminAddr is where the admin HTTP server listens: the console, River's
 	// dashboard, metrics and health (default AdminAddrDefault; port 0 picks
 	// a free one, see AdminAddr). Without ConsolePassword it must be a
@@ -116,6 +122,11 @@ type Config struct {
 	Timeouts Timeouts
 }
 
+// HTTPMaxConnsDefault is the public listener's default connection cap:
+// far more than Stripe's deliveries need (a few at a time), far fewer than
+// the process's file descriptors.
+const HTTPMaxConnsDefault = 1000
+
 // Timeouts bound what a client may hold of an HTTP listener: a slow header
 // (ReadHeader), a slow body (Read covers header and body), a slow reader
 // of the answer (Write: PublicWrite and AdminWrite), and an idle keep-alive
@@ -168,6 +179,8 @@ type Service struct {
 	console  *console.Console
 	sampler  *console.Sampler
 
+	conns      *prometheus.GaugeVec
+
 	stopping   atomic.Bool
 	migrations atomic.Int64 // unix nanos of the last successful migrations check
 	addr       atomic.Value
@@ -178,6 +191,9 @@ type Service struct {
 func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = "127.0.0.1:8080"
+	}
+	if cfg.HTTPMaxConns <= 0 {
+		cfg.HTTPMaxConns = HTTPMaxConnsDefault
 	}
 	if cfg.AdminAddr == "" {
 		cfg.AdminAddr = AdminAddrDefault
@@ -196,6 +212,14 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry()}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_http_connections",
+		Help: "Connections the listener holds open now (public: at most payrecon_http_max_connections)."}, []string{"listener"})
+	maxConns := prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_http_max_connections",
+		Help: "The public listener's connection cap (--http-max-conns).", ConstLabels: prometheus.Labels{"listener": "public"}})
+	maxConns.Set(float64(cfg.HTTPMaxConns))
+	s.registry.MustRegister(s.conns, maxConns)
+	s.conns.WithLabelValues("public")
+	s.conns.WithLabelValues("admin")
 
 	s.limiter = sweep.NewLimiter(cfg.RPS)
 	gw := cfg.Gateway
@@ -332,6 +356,19 @@ func (s *Service) AdminAddr() string {
 	return a
 }
 
+// countConns keeps payrecon_http_connections{listener} up to date.
+func (s *Service) countConns(listener string) func(net.Conn, http.ConnState) {
+	g := s.conns.WithLabelValues(listener)
+	return func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			g.Inc()
+		case http.StateClosed, http.StateHijacked:
+			g.Dec()
+		}
+	}
+}
+
 // handleReady: 200 when the database answers, the schema is current and the
 // service is not shutting down; 503 with the reason otherwise.
 func (s *Service) handleReady(w http.ResponseWriter, r *http.Request) {
@@ -379,12 +416,15 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.addr.Store(ln.Addr().String())
 	s.adminAddr.Store(adminLn.Addr().String())
+	// Anyone who reaches the webhook reaches this listener: a cap on its
+	// connections bounds the file descriptors a flood of idle ones takes.
+	ln = netutil.LimitListener(ln, s.cfg.HTTPMaxConns)
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	to := s.cfg.Timeouts.withDefaults()
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
-		WriteTimeout: to.PublicWrite, IdleTimeout: to.Idle, ErrorLog: errorLog}
+		WriteTimeout: to.PublicWrite, IdleTimeout: to.Idle, ErrorLog: errorLog, ConnState: s.countConns("public")}
 	adminSrv := &http.Server{Handler: s.admin, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
-		WriteTimeout: to.AdminWrite, IdleTimeout: to.Idle, ErrorLog: errorLog}
+		WriteTimeout: to.AdminWrite, IdleTimeout: to.Idle, ErrorLog: errorLog, ConnState: s.countConns("admin")}
 
 	g, gctx := errgroup.WithContext(ctx)
 	if err := s.relay.Start(gctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -83,6 +84,7 @@ type configCmd struct {
 	consoleFlags
 	WebhookSecret string `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets, comma-separated during rotation."`
 	HTTPAddr      string `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address of run: the webhook and health."`
+	HTTPMaxConns  int    `name:"http-max-conns" env:"PAYRECON_HTTP_MAX_CONNS" default:"1000" help:"Connections run holds open at once on --http-addr."`
 	JSON          bool   `help:"Print JSON."`
 	retainFlags
 	notifyFlags
@@ -108,8 +110,10 @@ func (c *configCmd) Run(a *app) error {
 		{"stripe_timeout", "--stripe-timeout", c.StripeTimeout.String()},
 		{"stripe_webhook_secret", "STRIPE_WEBHOOK_SECRET / --stripe-webhook-secret", redact.SecretList(c.WebhookSecret)},
 		{"http_addr", "PAYRECON_HTTP_ADDR / --http-addr", c.HTTPAddr},
+		{"http_max_conns", "PAYRECON_HTTP_MAX_CONNS / --http-max-conns", strconv.Itoa(c.HTTPMaxConns)},
 		{"admin_addr", "PAYRECON_ADMIN_ADDR / --admin-addr", c.AdminAddr},
 		{"console_password", "PAYRECON_CONSOLE_PASSWORD / --console-password, PAYRECON_CONSOLE_PASSWORD_FILE / --console-password-file", c.consoleFlags.describe()},
+		{"metrics", "PAYRECON_METRICS_PUBLIC / --metrics-public", c.consoleFlags.describeMetrics()},
 		{"log_format", "PAYRECON_LOG_FORMAT / --log-format", a.cli.LogFormat},
 		{"log_level", "PAYRECON_LOG_LEVEL / --log-level", a.cli.LogLevel},
 		{"retain_outbox", "PAYRECON_RETAIN_OUTBOX / --retain-outbox", postgres.FormatRetention(time.Duration(c.RetainOutbox))},
