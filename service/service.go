@@ -179,7 +179,7 @@ type Service struct {
 	console  *console.Console
 	sampler  *console.Sampler
 
-	conns      *prometheus.GaugeVec
+	conns *prometheus.GaugeVec
 
 	stopping   atomic.Bool
 	migrations atomic.Int64 // unix nanos of the last successful migrations check
