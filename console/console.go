@@ -18,12 +18,16 @@
 // (Protect) need a login: POST /console/login with the form field password
 // (and optionally name, recorded with the operator's actions) sets an
 // HttpOnly, SameSite=Strict session cookie, Secure over TLS or behind a
-// proxy that sends X-Forwarded-Proto: https. Sessions are stateless: an
-// HMAC-signed cookie whose key is derived from the password, so replicas
-// that share the password share sessions. Login attempts are rate-limited
-// per client address and logged (never the password). Without a password the
-// console is open to whoever reaches the admin listener, which the service
-// allows only on a loopback address.
+// proxy that sends X-Forwarded-Proto: https. The cookie is HMAC-signed with
+// a key derived from the password (so a password change ends every
+// session) and valid only while its session is in the SessionStore, which
+// the replicas share: a logout on one ends the session on all. /metrics
+// (ProtectMetrics) takes the password as HTTP basic auth or a session,
+// unless it is public. Login attempts are rate-limited per client (an IPv4
+// address, an IPv6 /64) and for the whole process, and logged (never the
+// password). Without a password the console is open to whoever reaches the
+// admin listener, which the service allows only on a loopback address, and
+// answers only requests whose Host is a loopback name (no DNS rebinding).
 //
 // Every action (resolve, recheck, retry) is a POST carrying a CSRF token
 // bound to the session; cross-site POSTs are refused before the token is
