@@ -14,7 +14,6 @@ require (
 	github.com/stripe/stripe-go/v85 v85.0.0
 	github.com/vbauerster/mpb/v8 v8.16.2
 	go.uber.org/goleak v1.3.0
-	golang.org/x/net v0.62.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/time v0.16.0
 	riverqueue.com/riverui v0.22.0

@@ -30,7 +30,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"golang.org/x/net/netutil"
 	"golang.org/x/sync/errgroup"
 
 	"riverqueue.com/riverui"
@@ -52,9 +51,11 @@ type Config struct {
 	// Addr).
 	HTTPAddr string
 	// HTTPMaxConns caps the connections the public listener holds at once
-	// (default HTTPMaxConnsDefault): more wait in the kernel's accept queue
-	// until one closes, so a flood of idle connections costs at most this
-	// many file descriptors (each is cut off by Timeouts.ReadHeader).
+	// (default HTTPMaxConnsDefault). At the cap a new connection closes the
+	// oldest one that serves no request (silent since it connected, or idle
+	// between requests); only when all are serving does it wait. A flood
+	// of idle connections costs at most this many file descriptors and
+	// does not keep a webhook out.
 	HTTPMaxConns int
 	// AdminAddr is where the admin HTTP server listens: the console, River's
 	// dashboard, metrics and health (default AdminAddrDefault; port 0 picks
@@ -356,19 +357,6 @@ func (s *Service) AdminAddr() string {
 	return a
 }
 
-// countConns keeps payrecon_http_connections{listener} up to date.
-func (s *Service) countConns(listener string) func(net.Conn, http.ConnState) {
-	g := s.conns.WithLabelValues(listener)
-	return func(_ net.Conn, st http.ConnState) {
-		switch st {
-		case http.StateNew:
-			g.Inc()
-		case http.StateClosed, http.StateHijacked:
-			g.Dec()
-		}
-	}
-}
-
 // handleReady: 200 when the database answers, the schema is current and the
 // service is not shutting down; 503 with the reason otherwise.
 func (s *Service) handleReady(w http.ResponseWriter, r *http.Request) {
@@ -416,15 +404,17 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.addr.Store(ln.Addr().String())
 	s.adminAddr.Store(adminLn.Addr().String())
-	// Anyone who reaches the webhook reaches this listener: a cap on its
-	// connections bounds the file descriptors a flood of idle ones takes.
-	ln = netutil.LimitListener(ln, s.cfg.HTTPMaxConns)
+	// Anyone who reaches the webhook reaches the public listener: a cap on
+	// its connections bounds the file descriptors a flood takes, and idle
+	// ones make room for new ones (capListener). The admin one is counted.
+	pub := newCapListener(ln, s.cfg.HTTPMaxConns, s.conns.WithLabelValues("public"))
+	adm := newCapListener(adminLn, 0, s.conns.WithLabelValues("admin"))
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	to := s.cfg.Timeouts.withDefaults()
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
-		WriteTimeout: to.PublicWrite, IdleTimeout: to.Idle, ErrorLog: errorLog, ConnState: s.countConns("public")}
+		WriteTimeout: to.PublicWrite, IdleTimeout: to.Idle, ErrorLog: errorLog, ConnState: pub.connState}
 	adminSrv := &http.Server{Handler: s.admin, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
-		WriteTimeout: to.AdminWrite, IdleTimeout: to.Idle, ErrorLog: errorLog, ConnState: s.countConns("admin")}
+		WriteTimeout: to.AdminWrite, IdleTimeout: to.Idle, ErrorLog: errorLog, ConnState: adm.connState}
 
 	g, gctx := errgroup.WithContext(ctx)
 	if err := s.relay.Start(gctx); err != nil {
@@ -446,8 +436,8 @@ func (s *Service) Run(ctx context.Context) error {
 			return nil
 		}
 	}
-	g.Go(serve(srv, ln, "http server"))
-	g.Go(serve(adminSrv, adminLn, "admin http server"))
+	g.Go(serve(srv, pub, "http server"))
+	g.Go(serve(adminSrv, adm, "admin http server"))
 	g.Go(func() error {
 		_ = s.sampler.Run(gctx) // returns when gctx ends; a failed sample is logged
 		return nil

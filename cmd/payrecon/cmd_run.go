@@ -32,7 +32,7 @@ type runCmd struct {
 	consoleFlags
 	WebhookSecret  string        `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
 	HTTPAddr       string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address: POST /webhooks/stripe, /healthz and /readyz, nothing else."`
-	HTTPMaxConns   int           `name:"http-max-conns" env:"PAYRECON_HTTP_MAX_CONNS" default:"1000" help:"At most this many connections open at once on --http-addr; more wait in the kernel's queue until one closes (a client that sends no request within 10 s is cut off), so a flood of idle connections cannot use up file descriptors."`
+	HTTPMaxConns   int           `name:"http-max-conns" env:"PAYRECON_HTTP_MAX_CONNS" default:"1000" help:"At most this many connections open at once on --http-addr: at the cap a new one closes the oldest that serves no request (silent, or idle between requests), so a flood of idle connections can neither use up file descriptors nor keep webhooks out."`
 	MinCycle       time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum."`
 	Workers        int           `default:"10" help:"Repair commands applied at once (at most --db-max-conns minus 10)."`
 	MaxAttempts    int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
