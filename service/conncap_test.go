@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -94,31 +95,13 @@ func TestPublicListenerCapsConnections(t *testing.T) {
 	}
 
 	t.Run("silent flood", func(t *testing.T) {
-		began := time.Now()
-		var closed sync.WaitGroup
-		lasted := make(chan time.Duration, flood)
-		for range flood {
-			c := dial(t, b.svc.Addr())
-			closed.Add(1)
-			go func() {
-				defer closed.Done()
-				_ = c.SetReadDeadline(time.Now().Add(bound + slack))
-				_, _ = io.Copy(io.Discard, c) // until the server closes it
-				lasted <- time.Since(began)
-			}()
-		}
+		h := holdConns(t, b.svc.Addr(), flood, "", bound+slack)
 		answered, err := healthz()
 		if err != nil {
 			t.Errorf("/healthz behind the flood: %v", err)
 		}
-		done := make(chan struct{})
-		go func() { closed.Wait(); close(done) }()
-		peak := sample(done)
-		close(lasted)
-		var longest time.Duration
-		for d := range lasted {
-			longest = max(longest, d)
-		}
+		peak := sample(h.done)
+		longest := slices.Max(h.lasted)
 		t.Logf("peak %v open connections (cap %d) during a flood of %d; the last closed after %s; /healthz answered in %s",
 			peak, limit, flood, longest.Round(time.Millisecond), answered.Round(time.Millisecond))
 		if peak > limit || peak < limit/2 {
@@ -137,21 +120,8 @@ func TestPublicListenerCapsConnections(t *testing.T) {
 		// body not sent): none is closed to make room, and a new request
 		// waits for the read timeout to free one.
 		began := time.Now()
-		var closed sync.WaitGroup
-		early := make(chan time.Duration, limit)
-		for range limit {
-			c := dial(t, b.svc.Addr())
-			fmt.Fprintf(c, "POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nStripe-Signature: t=1,v1=00\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
-			closed.Add(1)
-			go func() {
-				defer closed.Done()
-				_ = c.SetReadDeadline(time.Now().Add(bound + slack))
-				_, _ = io.Copy(io.Discard, c)
-				if d := time.Since(began); d < bound*9/10 {
-					early <- d
-				}
-			}()
-		}
+		h := holdConns(t, b.svc.Addr(), limit, "POST /webhooks/stripe HTTP/1.1\r\nHost: x\r\nStripe-Signature: t=1,v1=00\r\n"+
+			"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", bound+slack)
 		testkit.WaitFor(t, "the requests to occupy every slot", 30*time.Second, func() bool {
 			return openConnections(t, b.svc, "public") == limit
 		})
@@ -159,13 +129,44 @@ func TestPublicListenerCapsConnections(t *testing.T) {
 		if err != nil {
 			t.Errorf("/healthz behind requests in progress: %v", err)
 		}
-		closed.Wait()
-		close(early)
-		for d := range early {
-			t.Errorf("a request in progress was closed after %s, before the read timeout (%s)", d, bound)
+		waited := time.Since(began)
+		<-h.done
+		if shortest := slices.Min(h.lasted); shortest < bound*9/10 {
+			t.Errorf("a request in progress was closed after %s, before the read timeout (%s)", shortest, bound)
 		}
-		if waited := time.Since(began) - answered; answered == 0 || time.Since(began) < bound*9/10 {
-			t.Errorf("/healthz answered in %s (after %s), want it to wait for a slot", answered, waited)
+		if answered == 0 || waited < bound*9/10 {
+			t.Errorf("/healthz answered in %s, %s after the requests began; want it to wait for a slot", answered, waited)
 		}
 	})
+}
+
+// held are connections holdConns opened: done closes once the server has
+// closed them all; lasted then says how long each was held.
+type held struct {
+	done   chan struct{}
+	lasted []time.Duration
+}
+
+// holdConns opens n connections to addr, sends what on each (nothing when
+// empty), and reads each until the server closes it (within, at most).
+func holdConns(t *testing.T, addr string, n int, what string, within time.Duration) *held {
+	t.Helper()
+	h := &held{done: make(chan struct{}), lasted: make([]time.Duration, n)}
+	began := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		c := dial(t, addr)
+		if what != "" {
+			fmt.Fprint(c, what)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = c.SetReadDeadline(time.Now().Add(within))
+			_, _ = io.Copy(io.Discard, c) // until the server closes it
+			h.lasted[i] = time.Since(began)
+		}()
+	}
+	go func() { wg.Wait(); close(h.done) }()
+	return h
 }

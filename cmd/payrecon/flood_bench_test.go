@@ -42,7 +42,7 @@ func BenchmarkPublicListenerFlood(b *testing.B) {
 	url := pgtest.NewURL(b)
 	sim := simtest.Start(b, stripesim.Config{})
 	for b.Loop() {
-		addr, admin := freeAddrB(b), freeAddrB(b)
+		addr, admin := freeAddr(b), freeAddr(b)
 		cmd := exec.Command("sh", "-c", `ulimit -n 4096 && exec "$0" "$@"`, bin, "run", "--http-addr", addr, "--admin-addr", admin,
 			"--min-cycle", "1h", "--events-interval", "0", "--log-format", "json", "--log-level", "error")
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "STRIPE_SECRET_KEY="+sim.SecretKey(), "STRIPE_API_BASE="+sim.URL(),
@@ -114,14 +114,4 @@ func BenchmarkPublicListenerFlood(b *testing.B) {
 		b.ReportMetric(float64(behind.code), "webhook_status")
 		b.ReportMetric(float64(readyCode), "admin_readyz_status")
 	}
-}
-
-func freeAddrB(b *testing.B) string {
-	b.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
