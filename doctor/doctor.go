@@ -21,12 +21,14 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/service"
 	"github.com/payrecon/payrecon/stripeapi"
 )
 
@@ -543,17 +545,23 @@ func checkNotify(ctx context.Context, rep *Report, cfg Config) {
 }
 
 func checkConsole(rep *Report, cfg Config) {
-	host, _, err := net.SplitHostPort(cfg.AdminAddr)
-	switch {
-	case err != nil:
+	if _, _, err := net.SplitHostPort(cfg.AdminAddr); err != nil {
 		rep.fail("console_password", fmt.Sprintf("--admin-addr %q is not host:port", cfg.AdminAddr), "set --admin-addr to host:port, e.g. 127.0.0.1:8081")
-	case cfg.ConsolePassword == "" && !isLoopback(host):
-		rep.fail("console_password", fmt.Sprintf("--admin-addr %s is not loopback and the console has no password: run refuses to start", cfg.AdminAddr),
-			"set PAYRECON_CONSOLE_PASSWORD (or --console-password-file), or bind --admin-addr to 127.0.0.1")
-	case cfg.ConsolePassword == "":
+		return
+	}
+	// run's own rule (service.CheckAdminExposure): what it refuses fails.
+	if err := service.CheckAdminExposure(cfg.AdminAddr, cfg.ConsolePassword); err != nil {
+		rep.fail("console_password", err.Error()+": run refuses to start",
+			fmt.Sprintf("set PAYRECON_CONSOLE_PASSWORD (or --console-password-file) to at least %d characters, or bind --admin-addr to 127.0.0.1", service.ConsolePasswordMinLength))
+		return
+	}
+	n := utf8.RuneCountInString(cfg.ConsolePassword)
+	switch {
+	case n == 0:
 		rep.ok("console_password", fmt.Sprintf("none, and --admin-addr %s is loopback: the console is open to this machine only", cfg.AdminAddr))
-	case len(cfg.ConsolePassword) < 12:
-		rep.warn("console_password", fmt.Sprintf("set, but %d characters long", len(cfg.ConsolePassword)), "use a password of at least 12 characters (a passphrase)")
+	case n < service.ConsolePasswordMinLength:
+		rep.warn("console_password", fmt.Sprintf("set, but %d characters long (enough only while --admin-addr %s stays loopback)", n, cfg.AdminAddr),
+			fmt.Sprintf("use a password of at least %d characters (a passphrase)", service.ConsolePasswordMinLength))
 	default:
 		rep.ok("console_password", fmt.Sprintf("set; --admin-addr %s", cfg.AdminAddr))
 	}

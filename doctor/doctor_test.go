@@ -235,8 +235,11 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 		{"an exposed console", "console_password", doctor.Fail, "run refuses to start", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
 			cfg.AdminAddr = "0.0.0.0:8081"
 		}},
-		{"a short console password", "console_password", doctor.Warn, "8 characters long", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
+		{"a short console password beyond loopback", "console_password", doctor.Fail, "has 8 characters", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
 			cfg.AdminAddr, cfg.ConsolePassword = "0.0.0.0:8081", "hunter22"
+		}},
+		{"a short console password on loopback", "console_password", doctor.Warn, "8 characters long", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
+			cfg.ConsolePassword = "hunter22"
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
