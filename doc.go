@@ -7,5 +7,12 @@
 // The package imports only the standard library and does no I/O: a drift is
 // a value. Adapters live in subpackages named after what they adapt
 // (postgres, stripeapi, httpapi, stripesim); the services that drive the
-// domain are sweep (the scanner) and relay (repair delivery).
+// domain are sweep (the scanner), catchup (the events catch-up) and relay
+// (repair delivery, and the repairs held for review: RepairMode); doctor
+// checks an installation; console and service are the shells.
+//
+// The module is github.com/payrecon/payrecon. Its examples show the
+// embedding cases: a sweep on your own pool (package sweep), the canonical
+// writer in your own webhook handler (package postgres), and
+// VerifyNotification in a receiver of payrecon's notifications.
 package payrecon
