@@ -167,17 +167,13 @@ func (e *Events) hold(ctx context.Context, tx pgx.Tx, ev payrecon.Event, cmd pay
 	if !ok {
 		return ApplyResult{}, fmt.Errorf("hold %q: %w", cmd, ErrUnknownCommand)
 	}
-	var (
-		id     int64
-		status string
-	)
-	err := tx.QueryRow(ctx, queries.Get("payment_status_by_intent"), pgx.StrictNamedArgs{"intent_id": ev.IntentID()}).Scan(&id, &status)
-	if errors.Is(err, pgx.ErrNoRows) {
+	id, status, found, err := paymentOfEvent(ctx, tx, ev)
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	if !found {
 		res.Outcome = string(payrecon.PaymentMissing)
 		return ApplyResult{Outcome: payrecon.PaymentMissing}, nil
-	}
-	if err != nil {
-		return ApplyResult{}, fmt.Errorf("read the payment of event %s: %w", ev.ID, err)
 	}
 	local := payrecon.LocalStatus(status)
 	ar := ApplyResult{PaymentID: id, Before: local, After: local}
@@ -229,23 +225,33 @@ func (e *Events) hold(ctx context.Context, tx pgx.Tx, ev payrecon.Event, cmd pay
 	return ar, nil
 }
 
+// paymentOfEvent reads the local payment of the event's PaymentIntent and
+// its status, inside the event's transaction, without locking it; found is
+// false when there is none.
+func paymentOfEvent(ctx context.Context, tx pgx.Tx, ev payrecon.Event) (id int64, status string, found bool, err error) {
+	err = tx.QueryRow(ctx, queries.Get("payment_status_by_intent"), pgx.StrictNamedArgs{"intent_id": ev.IntentID()}).Scan(&id, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", false, nil
+	}
+	if err != nil {
+		return 0, "", false, fmt.Errorf("read the payment of event %s: %w", ev.ID, err)
+	}
+	return id, status, true, nil
+}
+
 // applyMoney opens the money findings a charge event shows (a refund, a
 // dispute) on the event's payment at once, with the rules the sweep uses
 // (payrecon.ClassifyMoney, judged from the charge alone), as needs_review
 // findings; it never changes the payment. An intent with no local row is
 // left to the sweep (it may not be payrecon's).
 func (e *Events) applyMoney(ctx context.Context, tx pgx.Tx, ev payrecon.Event, charge *payrecon.Charge, now time.Time, res *payrecon.EventResult) error {
-	var (
-		id     int64
-		status string
-	)
-	err := tx.QueryRow(ctx, queries.Get("payment_status_by_intent"), pgx.StrictNamedArgs{"intent_id": ev.IntentID()}).Scan(&id, &status)
-	if errors.Is(err, pgx.ErrNoRows) {
+	id, status, found, err := paymentOfEvent(ctx, tx, ev)
+	if err != nil {
+		return err
+	}
+	if !found {
 		res.Outcome = string(payrecon.PaymentMissing)
 		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read the payment of event %s: %w", ev.ID, err)
 	}
 	res.PaymentID = id
 	in := payrecon.Intent{ID: ev.IntentID(), Currency: charge.Currency, LatestCharge: charge}

@@ -115,7 +115,7 @@ func BenchmarkScanRepairModes(b *testing.B) {
 				}
 				rate := float64(n) / took.Seconds()
 				results[v.name] = append(results[v.name], rate)
-				b.Logf("round %d %-13s %6.0f rows/s (%s, %d commands, %d held)", round+1, v.name, rate, took.Round(time.Millisecond), queued, held)
+				fmt.Fprintf(os.Stderr, "round %d %-13s %6.0f rows/s (%s, %d commands, %d held)\n", round+1, v.name, rate, took.Round(time.Millisecond), queued, held)
 			}
 		}
 	}
@@ -126,6 +126,6 @@ func BenchmarkScanRepairModes(b *testing.B) {
 			best, sum = max(best, r), sum+r
 		}
 		b.ReportMetric(sum/float64(len(rs)), v.name+"-rows/s")
-		b.Logf("%-13s mean %6.0f rows/s, best %6.0f over %d rounds", v.name, sum/float64(len(rs)), best, len(rs))
+		fmt.Fprintf(os.Stderr, "%-13s mean %6.0f rows/s, best %6.0f over %d rounds\n", v.name, sum/float64(len(rs)), best, len(rs))
 	}
 }
