@@ -29,6 +29,7 @@ type sweepFlags struct {
 	// LeaseTimeout is shared with the events catch-up (leaseTimeoutFlag).
 	leaseTimeoutFlag
 	StuckAfter string `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
+	PlatformRPS float64 `name:"platform-rps" env:"PAYRECON_PLATFORM_RPS" default:"50" help:"Connect (--account-column): Stripe requests per second summed over every account and every replica; --rps is then each account's budget. 0: no cap."`
 	moneyFlags
 }
 
@@ -56,6 +57,9 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	}
 	if err := f.leaseTimeoutFlag.check(); err != nil {
 		return cfg, err
+	}
+	if f.PlatformRPS < 0 {
+		return cfg, usageError{fmt.Errorf("--platform-rps must not be negative, got %g (0 means no cap)", f.PlatformRPS)}
 	}
 	if f.Batch <= 0 {
 		return cfg, usageError{fmt.Errorf("--batch must be positive, got %d", f.Batch)}
