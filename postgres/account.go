@@ -80,8 +80,8 @@ func (a AccountColumn) accountExpr(alias string) string {
 
 // accountMarker is the placeholder of the account filter in the read
 // queries: `true /*account:pay*/` keeps every row until accountSQL makes it
-// `coalesce(pay."stripe_account_id"::text, '') = @account::text`; and
-// `''::text /*account_of:pay*/` (a row's account) reads as "" until it is the
+// `coalesce(pay."stripe_account_id"::text, ”) = @account::text`; and
+// `”::text /*account_of:pay*/` (a row's account) reads as "" until it is the
 // expression itself.
 var accountMarker = regexp.MustCompile(`(true|''::text) /\*(account|account_of):([a-z]+)\*/`)
 

@@ -28,7 +28,7 @@ type sweepFlags struct {
 	MaxOutage   time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
 	// LeaseTimeout is shared with the events catch-up (leaseTimeoutFlag).
 	leaseTimeoutFlag
-	StuckAfter string `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
+	StuckAfter  string  `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
 	PlatformRPS float64 `name:"platform-rps" env:"PAYRECON_PLATFORM_RPS" default:"50" help:"Connect (--account-column): Stripe requests per second summed over every account and every replica; --rps is then each account's budget. 0: no cap."`
 	moneyFlags
 }
