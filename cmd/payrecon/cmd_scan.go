@@ -115,7 +115,8 @@ func (a *app) withMoney(pool *pgxpool.Pool, store *postgres.Store, cfg sweep.Con
 type scanCmd struct {
 	stripeFlags
 	sweepFlags
-	Once bool `help:"Sweep from the job's cursor until it wraps (on a fresh job: every row once), recheck rows Stripe could not answer for, and exit."`
+	Once    bool   `help:"Sweep from the job's cursor until it wraps (on a fresh job: every row once), recheck rows Stripe could not answer for, and exit. Connect (--account-column): every account's job, each until it wraps."`
+	Account string `placeholder:"acct_…" help:"Connect: sweep only this account's job (\"platform\" for the platform's own rows)."`
 	Wait bool `help:"When another process holds the job's lease, wait for it instead of exiting with status 3."`
 	JSON bool `help:"Print the summary as JSON."`
 }
@@ -152,7 +153,20 @@ func (c *scanCmd) Run(a *app) error {
 	if store, cfg, _, err = a.withMoney(pool, store, cfg, c.moneyFlags); err != nil {
 		return err
 	}
+	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
+	if err != nil {
+		return err
+	}
+	if c.Account != "" && !accounts.Found {
+		return usageError{fmt.Errorf("--account %s: payments has no account column (%s)", c.Account, accounts.Problem)}
+	}
 	cfg.Limiter, cfg.Logger, cfg.LeaseFunc = limiter, a.logger.With("component", "sweep"), leaseFunc(pool, c.LeaseTimeout)
+	if accounts.Found {
+		if !c.Once {
+			return usageError{errors.New("a platform's accounts (--account-column) are swept continuously by `payrecon run`, spread over its replicas; scan sweeps them with --once")}
+		}
+		return c.runAccounts(a, pool, store, gw, cfg, accounts)
+	}
 	s := sweep.New(store, gw, cfg)
 
 	if !c.Once {
