@@ -297,7 +297,7 @@ func (r *Findings) IntentEvents(ctx context.Context, intent string, limit int) (
 // cycle has left to do.
 func (s *Store) RowsAhead(ctx context.Context, job string) (int64, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, queries.Get("rows_ahead"), pgx.StrictNamedArgs{"job": job}).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, s.read("rows_ahead"), s.scoped(pgx.StrictNamedArgs{"job": job})).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count rows ahead of the cursor of %q: %w", job, err)
 	}
 	return n, nil

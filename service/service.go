@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -38,6 +39,7 @@ import (
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/platform"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/stripeapi"
@@ -79,6 +81,17 @@ type Config struct {
 	// MoneyColumns are the local money columns the sweep reads
 	// (postgres.DetectMoneyColumns); zero: none.
 	MoneyColumns postgres.MoneyColumns
+	// Accounts is the account column (postgres.DetectAccountColumn).
+	// Found, the service sweeps a platform on Connect: every account its
+	// own job, spread over every replica through River (package
+	// platform), instead of the one leased sweep.
+	Accounts postgres.AccountColumn
+	// PlatformRPS caps the request rate summed over every account and
+	// replica (--platform-rps; 0: platform.PlatformRPSDefault).
+	PlatformRPS float64
+	// AccountGateway, when set, reads as one account instead of the Stripe
+	// gateway's ForAccount (tests).
+	AccountGateway platform.GatewayFunc
 	// Events configures the events catch-up, which runs only when
 	// Events.Interval is positive; its Limiter (the sweep's), Clock, Logger,
 	// LeaseFunc and Registerer are set by the service.
@@ -175,6 +188,8 @@ type Service struct {
 	registry *prometheus.Registry
 	sweeper  *sweep.Sweeper
 	recent   *sweep.Sweeper
+	platform *platform.Platform
+	fatal    chan error
 	catcher  *catchup.Catcher
 	relay    *relay.Relay
 	handler  http.Handler
@@ -216,7 +231,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = payrecon.SystemClock{}
 	}
-	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry()}
+	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry(), fatal: make(chan error, 1)}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_http_connections",
 		Help: "Connections the listener holds open now (public: at most payrecon_http_max_connections)."}, []string{"listener"})
@@ -244,7 +259,31 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	s.registry.MustRegister(sweep.LimiterCollector(s.limiter)...)
 
 	writer := postgres.NewWriter(cfg.Clock)
+	// Under --repair-mode review the sweep's and the events' repairs are
+	// held by the relay, built below (the stores and the events are copied
+	// before it exists: the platform's accounts, the catch-up's road).
+	var rl *relay.Relay
+	hold := func(ctx context.Context, tx pgx.Tx, outboxIDs []int64) error { return rl.Hold(ctx, tx, outboxIDs) }
+	store := postgres.NewStore(pool)
+	store.RepairMode, store.HoldFunc = cfg.RepairMode, hold
+	if cfg.MoneyColumns.Amount || cfg.MoneyColumns.Currency {
+		store = store.WithMoneyColumns(cfg.MoneyColumns)
+	}
+	events := postgres.NewEvents(pool, writer, cfg.Clock)
+	events.Ignore = cfg.Sweep.Money.Ignore
+	events.Accounts = cfg.Accounts
+	events.RepairMode, events.HoldFunc = cfg.RepairMode, hold
+	caught := events.WithSource(payrecon.SourceEvents)
 	rc := cfg.Relay
+	if cfg.Accounts.Found {
+		p, err := s.newPlatform(pool, store, gw, caught)
+		if err != nil {
+			return nil, err
+		}
+		s.platform = p
+		rc.Jobs = p.Jobs()
+		s.registry.MustRegister(p.Collectors()...)
+	}
 	rc.Logger = cfg.Logger.With("component", "relay")
 	rc.Clock = cfg.Clock
 	rc.Registerer = s.registry
@@ -252,23 +291,25 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		// The pool must have room for them (relay.Config.Workers).
 		rc.Workers = max(2, min(relay.WorkersDefault, int(pool.Config().MaxConns)-6))
 	}
-	rl, err := relay.New(pool, writer, rc)
+	built, err := relay.New(pool, writer, rc)
 	if err != nil {
 		return nil, err
 	}
-	s.relay = rl
+	rl, s.relay = built, built
 
-	store := postgres.NewStore(pool)
-	store.EnqueueFunc, store.HoldFunc, store.RepairMode = rl.EnqueueFunc(), rl.HoldFunc(), cfg.RepairMode
-	if cfg.MoneyColumns.Amount || cfg.MoneyColumns.Currency {
-		store = store.WithMoneyColumns(cfg.MoneyColumns)
-	}
+	// The platform's account stores are copied from store when their
+	// first batch runs, after this.
+	store.EnqueueFunc = rl.EnqueueFunc()
 	sc := cfg.Sweep
 	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
 	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
 		return postgres.AcquireLeaseTimeout(ctx, pool, job, wait, cfg.LeaseTimeout)
 	}
 	s.sweeper = sweep.New(store, gw, sc)
+	if cfg.RecentWindow > 0 && cfg.Accounts.Found {
+		cfg.Logger.Warn("--recent is not available on a platform's accounts (--account-column): off")
+		cfg.RecentWindow = 0
+	}
 	if cfg.RecentWindow > 0 {
 		rc := sc
 		rc.Job = s.sweeper.Config().Job + payrecon.RecentJobSuffix
@@ -297,9 +338,6 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		return nil, err
 	}
 
-	events := postgres.NewEvents(pool, writer, cfg.Clock)
-	events.Ignore = cfg.Sweep.Money.Ignore
-	events.RepairMode, events.HoldFunc = cfg.RepairMode, rl.HoldFunc()
 	if cfg.Events.Interval > 0 {
 		src := cfg.EventSource
 		if src == nil {
@@ -312,9 +350,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		ec := cfg.Events
 		ec.Limiter, ec.Clock, ec.Logger, ec.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "events"), s.registry
 		ec.LeaseFunc = sc.LeaseFunc
-		// The catch-up's road into the writer: its transitions are recorded
-		// with source "events".
-		caught := events.WithSource(payrecon.SourceEvents)
+		// The catch-up's road into the writer (caught): its transitions are
+		// recorded with source "events". Under Connect it is the
+		// platform's own account's; each connected account's is a chain of
+		// the platform's.
 		s.catcher = catchup.New(src, caught, postgres.NewEventCursors(pool), ec)
 	}
 
@@ -454,14 +493,26 @@ func (s *Service) Run(ctx context.Context) error {
 		_ = s.sampler.Run(gctx) // returns when gctx ends; a failed sample is logged
 		return nil
 	})
-	g.Go(func() error {
-		// The sweep returns after its batch in progress commits (or is
-		// discarded whole), nil when gctx ended.
-		if err := s.sweeper.Run(gctx, s.cfg.SweepProgress); err != nil {
-			return fmt.Errorf("sweep: %w", err)
-		}
-		return nil
-	})
+	if s.platform != nil {
+		g.Go(func() error { return s.platform.Run(gctx) })
+		g.Go(func() error {
+			select {
+			case err := <-s.fatal:
+				return err
+			case <-gctx.Done():
+				return nil
+			}
+		})
+	} else {
+		g.Go(func() error {
+			// The sweep returns after its batch in progress commits (or is
+			// discarded whole), nil when gctx ended.
+			if err := s.sweeper.Run(gctx, s.cfg.SweepProgress); err != nil {
+				return fmt.Errorf("sweep: %w", err)
+			}
+			return nil
+		})
+	}
 	if s.recent != nil {
 		g.Go(func() error {
 			if err := s.recent.Run(gctx, nil); err != nil {

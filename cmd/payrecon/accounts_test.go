@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/stripesim"
+)
+
+// seedAccounts gives payments the account column and n rows per account,
+// every third missed_success, with their intents on their accounts.
+func (b *cliBundle) seedAccounts(t *testing.T, rows map[string]int) {
+	t.Helper()
+	pool := pgtestPool(t, b.url)
+	pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN IF NOT EXISTS stripe_account_id text")
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for acct, n := range rows {
+		ps := make([]pgtest.Payment, n)
+		for i := range ps {
+			id := fmt.Sprintf("pi_%s_%04d", acct, i)
+			st := payrecon.IntentRequiresPaymentMethod
+			if i%3 == 0 {
+				st = payrecon.IntentSucceeded
+			}
+			at := old.Add(time.Duration(i) * time.Second)
+			ps[i] = pgtest.Payment{IntentID: id, Status: payrecon.StatusPending, CreatedAt: at}
+			b.sim.Put(stripesim.Intent{ID: id, Status: st, Account: acct, Created: at})
+		}
+		ids, err := pgtest.CopyPayments(context.Background(), pool, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if acct != "" {
+			pgtest.Exec(t, pool, "UPDATE payments SET stripe_account_id = $1 WHERE id = ANY($2)", acct, ids)
+		}
+	}
+}
+
+// scan --once on a platform sweeps every account's job until it wraps,
+// each read with its own Stripe-Account; --account sweeps one.
+func TestScanOnceSweepsEveryAccount(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rows := map[string]int{"": 4, "acct_A": 7, "acct_B": 3}
+	b.seedAccounts(t, rows)
+	if r := runCLI(t, b.env, "migrate"); r.code != 0 {
+		t.Fatalf("migrate: %d %s", r.code, r.stderr)
+	}
+	var rep accountsReport
+	mustJSON(t, runCLI(t, b.env, "scan", "--once", "--rps", "0", "--json"), &rep)
+	if len(rep.Accounts) != 3 || rep.Total.Scanned != 14 || rep.Total.NewFindings != 2+3+1 {
+		t.Fatalf("report %+v", rep.Total)
+	}
+	if n := b.sim.Stats().WrongAccount; n != 0 {
+		t.Fatalf("%d wrong-account reads", n)
+	}
+	pool := pgtestPool(t, b.url)
+	for acct := range rows {
+		job := payrecon.AccountJob("payments-vs-stripe", acct)
+		if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_cursor WHERE job = $1 AND last_cycle_completed_at IS NOT NULL", job); n != 1 {
+			t.Errorf("job %s did not complete a cycle", job)
+		}
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM pg_indexes WHERE indexname = 'payments_account_id'"); n != 1 {
+		t.Errorf("migrate did not build the account index")
+	}
+	mustJSON(t, runCLI(t, b.env, "scan", "--once", "--rps", "0", "--account", "acct_B", "--json"), &rep)
+	if len(rep.Accounts) != 1 || rep.Accounts[0].Job != "payments-vs-stripe/acct_B" || rep.Total.Scanned != 3 {
+		t.Fatalf("--account acct_B: %+v", rep)
+	}
+	if r := runCLI(t, b.env, "scan", "--once", "--account", "cus_x"); r.code != 2 {
+		t.Fatalf("--account cus_x: exit %d, want 2", r.code)
+	}
+}
