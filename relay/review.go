@@ -86,8 +86,14 @@ func (r *Relay) Approve(ctx context.Context, ids []int64, all bool, operator str
 		return rep, nil
 	}
 	seen := map[int64]bool{}
-	for {
-		settled, err := r.settle(ctx, ids, all, true, operator)
+	// With all, settle until nothing is held; else the ids, a batch at a
+	// time (each transaction locks at most settleBatch rows).
+	for i := 0; all || i < len(ids); i += settleBatch {
+		var chunk []int64
+		if !all {
+			chunk = ids[i:min(i+settleBatch, len(ids))]
+		}
+		settled, err := r.settle(ctx, chunk, all, true, operator)
 		for _, s := range settled {
 			seen[s.OutboxID] = true
 			if s.Dropped != "" {
@@ -99,7 +105,7 @@ func (r *Relay) Approve(ctx context.Context, ids []int64, all bool, operator str
 		if err != nil {
 			return rep, err
 		}
-		if len(settled) == 0 || !all {
+		if all && len(settled) == 0 {
 			break
 		}
 	}

@@ -315,3 +315,23 @@ func TestApprovalAppliesOnceUnderTwoReplicas(t *testing.T) {
 	}
 	t.Logf("alice approved %d, bob %d", len(reps[0].Approved), len(reps[1].Approved))
 }
+
+// Approving more ids than one settling transaction takes approves them all.
+func TestApproveManyIDs(t *testing.T) {
+	t.Parallel()
+	const n = 510
+	cfg := testConfig(t)
+	cfg.InsertOnly = true
+	b := setup(t, cfg)
+	rs := b.holdRepairs(t, n)
+	ar, err := b.relay.Approve(context.Background(), rs.outbox, false, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ar.Approved) != n || len(ar.NotHeld) != 0 {
+		t.Fatalf("approved %d of %d (%d not held)", len(ar.Approved), n, len(ar.NotHeld))
+	}
+	if got := pgtest.Count(t, b.pool, "SELECT count(*) FROM river_job WHERE kind = $1 AND state = 'available'", relay.Kind); got != n {
+		t.Errorf("%d jobs made available, want %d", got, n)
+	}
+}
