@@ -54,7 +54,7 @@ func (g *Gateway) CheckPermissions(ctx context.Context, needs AccessNeeds) []Per
 const probeIntent = "pi_payrecon_clock_check"
 
 // ErrNoDate: Stripe's answer carried no Date header.
-var ErrNoDate = errors.New("Stripe's answer has no Date header")
+var ErrNoDate = errors.New("no Date header in Stripe's answer")
 
 // ServerDate asks Stripe for a PaymentIntent that does not exist (one
 // request, answered 404) and returns the answer's Date header: Stripe's
