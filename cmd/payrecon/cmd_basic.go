@@ -144,6 +144,7 @@ type configCmd struct {
 	notifyFlags
 	PruneInterval time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often run deletes history past its retention."`
 	moneyFlags
+	repairModeFlag
 }
 
 func (c *configCmd) Run(a *app) error {
@@ -168,6 +169,7 @@ func (c *configCmd) Run(a *app) error {
 		{"admin_addr", "PAYRECON_ADMIN_ADDR / --admin-addr", c.AdminAddr},
 		{"console_password", "PAYRECON_CONSOLE_PASSWORD / --console-password, PAYRECON_CONSOLE_PASSWORD_FILE / --console-password-file", c.consoleFlags.describe()},
 		{"metrics", "PAYRECON_METRICS_PUBLIC / --metrics-public", c.consoleFlags.describeMetrics()},
+		{"repair_mode", "PAYRECON_REPAIR_MODE / --repair-mode", c.mode().String()},
 		{"log_format", "PAYRECON_LOG_FORMAT / --log-format", a.cli.LogFormat},
 		{"log_level", "PAYRECON_LOG_LEVEL / --log-level", a.cli.LogLevel},
 		{"retain_outbox", "PAYRECON_RETAIN_OUTBOX / --retain-outbox", postgres.FormatRetention(time.Duration(c.RetainOutbox))},
