@@ -21,7 +21,10 @@ import (
 // payment_intent.succeeded, so every batch of 200 queues 10 repairs:
 // apply inserts their River jobs, review marks them held and inserts the
 // jobs pending, off queues none. Each run sweeps a fresh database; the
-// rounds (PAYRECON_BENCH_ROUNDS, default 3) interleave the modes.
+// rounds (PAYRECON_BENCH_ROUNDS, default 3) interleave the modes. Besides
+// rows/s (which a busy machine blurs), a tracer on the pool counts the
+// round trips to PostgreSQL and the time spent in them: exact counts,
+// whatever else the machine runs.
 //
 //	go test -run '^$' -bench SweepRepairModes -benchtime 1x ./sweep
 func BenchmarkSweepRepairModes(b *testing.B) {
@@ -48,7 +51,8 @@ func BenchmarkSweepRepairModes(b *testing.B) {
 	for b.Loop() {
 		for round := range rounds {
 			for _, mode := range modes {
-				pool := pgtest.NewDB(b)
+				tr := &countingTracer{}
+				pool := tracedDB(b, tr)
 				pgtest.InsertPayments(b, pool, ps)
 				pgtest.Exec(b, pool, "VACUUM ANALYZE payments")
 				rl, err := relay.New(pool, postgres.NewWriter(nil), relay.Config{InsertOnly: true})
@@ -58,6 +62,7 @@ func BenchmarkSweepRepairModes(b *testing.B) {
 				store := postgres.NewStore(pool)
 				store.EnqueueFunc, store.HoldFunc, store.RepairMode = rl.EnqueueFunc(), rl.HoldFunc(), mode
 				s := sweep.New(store, gw, sweep.Config{Job: "bench", Batch: 200, Concurrency: 8, Mode: sweep.ModeRetrieve, Grace: -1})
+				tr.reset()
 				start := time.Now()
 				rep, err := s.RunCycle(context.Background(), nil)
 				took := time.Since(start)
@@ -74,7 +79,9 @@ func BenchmarkSweepRepairModes(b *testing.B) {
 				}
 				r := float64(rep.Verified) / took.Seconds()
 				rates[mode] = append(rates[mode], r)
-				fmt.Fprintf(os.Stderr, "round %d mode=%-6s %6.0f rows/s (%s, %d commands, %d held)\n", round+1, mode, r, took.Round(time.Millisecond), rep.Commands, held)
+				trips, inDB := tr.read()
+				fmt.Fprintf(os.Stderr, "round %d mode=%-6s %6.0f rows/s (%s, %d commands, %d held); %d round trips (%.2f per batch), %s in them\n",
+					round+1, mode, r, took.Round(time.Millisecond), rep.Commands, held, trips, float64(trips)/float64(rep.Batches), inDB.Round(time.Millisecond))
 				pool.Close()
 			}
 		}
