@@ -247,7 +247,7 @@ func (s *Store) SweepRow(ctx context.Context, id int64) (payrecon.PaymentRow, er
 		currency *string
 	)
 	err := s.pool.QueryRow(ctx, s.read("sweep_row"), pgx.StrictNamedArgs{"id": id}).
-		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency)
+		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency, &r.Account)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("payment %d: %w", id, payrecon.ErrNotFound)
 	}

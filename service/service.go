@@ -184,6 +184,9 @@ type Service struct {
 	recent   *sweep.Sweeper
 	platform *platform.Platform
 	fatal    chan error
+	// accountRecheck builds the console's recheck of a connected account's
+	// row (Connect).
+	accountRecheck func(account string) *sweep.Sweeper
 	catcher  *catchup.Catcher
 	relay    *relay.Relay
 	handler  http.Handler
@@ -320,7 +323,18 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	// `findings recheck` does) on the same store, gateway and rate budget.
 	rcfg := cfg.Sweep
 	rcfg.Limiter, rcfg.Clock, rcfg.Logger = s.limiter, cfg.Clock, cfg.Logger.With("component", "console")
-	recheck := sweep.New(store, gw, rcfg)
+	recheck := sweep.New(store.ForAccount(cfg.Accounts, ""), gw, rcfg)
+	if sg, ok := gw.(*stripeapi.Gateway); ok && cfg.Accounts.Found {
+		s.accountRecheck = func(account string) *sweep.Sweeper {
+			ac := rcfg
+			base := rcfg.Job
+			if base == "" {
+				base = sweep.DefaultJob
+			}
+			ac.Job = payrecon.AccountJob(base, account)
+			return sweep.New(store.ForAccount(cfg.Accounts, account), sg.ForAccount(account, nil), ac)
+		}
+	}
 	if s.console, s.sampler, err = s.newConsole(pool, recheck); err != nil {
 		return nil, err
 	}

@@ -76,3 +76,30 @@ func TestScanOnceSweepsEveryAccount(t *testing.T) {
 		t.Fatalf("--account cus_x: exit %d, want 2", r.code)
 	}
 }
+
+// findings recheck of a connected account's row reads it as that account:
+// never as the platform (which Stripe would answer 404).
+func TestFindingsRecheckReadsAsTheRowsAccount(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seedAccounts(t, map[string]int{"acct_A": 1})
+	if r := runCLI(t, b.env, "scan", "--once", "--rps", "0"); r.code != 0 {
+		t.Fatalf("scan: %d %s", r.code, r.stderr)
+	}
+	pool := pgtestPool(t, b.url)
+	var id int64
+	if err := pool.QueryRow(context.Background(), "SELECT id FROM reconciliation_findings WHERE kind = 'missed_success'").Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	before := b.sim.Stats().WrongAccount
+	r := runCLI(t, b.env, "findings", "recheck", fmt.Sprint(id))
+	if r.code != 0 {
+		t.Fatalf("recheck: %d %s", r.code, r.stderr)
+	}
+	if n := b.sim.Stats().WrongAccount - before; n != 0 {
+		t.Fatalf("findings recheck read acct_A's row under another account (%d wrong-account reads):\n%s", n, r.stdout)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_externally'"); n != 0 {
+		t.Fatalf("the recheck saw the row as missing in Stripe")
+	}
+}
