@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/internal/pgtest"
+	"github.com/payrecon/payrecon/internal/testkit"
 	"github.com/payrecon/payrecon/stripesim"
 )
 
@@ -101,5 +104,63 @@ func TestFindingsRecheckReadsAsTheRowsAccount(t *testing.T) {
 	}
 	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_externally'"); n != 0 {
 		t.Fatalf("the recheck saw the row as missing in Stripe")
+	}
+}
+
+// Three `payrecon run` replicas over one database and twelve accounts: one
+// is SIGKILLed mid-cycle; every account still completes its cycle on the
+// others, every row is verified, each drift is recorded once, and no
+// request ever reads a row as another account.
+func TestRunReplicasShareAccountsAndSurviveAKill(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rows := map[string]int{}
+	for i := range 12 {
+		rows[fmt.Sprintf("acct_%02d", i)] = 30
+	}
+	rows[""] = 30
+	b.seedAccounts(t, rows)
+	if r := runCLI(t, b.env, "migrate"); r.code != 0 {
+		t.Fatalf("migrate: %d %s", r.code, r.stderr)
+	}
+	b.sim.SetFaults(stripesim.Faults{Latency: 5 * time.Millisecond})
+	pool := pgtestPool(t, b.url)
+	args := []string{"run", "--grace", "0", "--min-cycle", "1h", "--batch", "5", "--rps", "0", "--platform-rps", "0",
+		"--events-interval", "0", "--log-format", "json", "--workers", "2", "--repair-rescue-after", "3s"}
+	var procs []*proc
+	for range 3 {
+		procs = append(procs, startBinary(t, b.env, append(args, "--http-addr", freeAddr(t), "--admin-addr", freeAddr(t))...))
+	}
+	testkit.WaitFor(t, "a few batches", 60*time.Second, func() bool {
+		return pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NOT NULL") >= 60
+	})
+	if err := procs[0].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cycled := func() int {
+		return pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_cursor WHERE job LIKE 'payments-vs-stripe%' AND last_cycle_completed_at IS NOT NULL")
+	}
+	testkit.WaitFor(t, "every account's cycle after the kill", 120*time.Second, func() bool { return cycled() == 13 })
+	if n := b.sim.Stats().WrongAccount; n != 0 {
+		t.Fatalf("%d requests read a row as the wrong account", n)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NULL"); n != 0 {
+		t.Errorf("%d rows never verified", n)
+	}
+	// 10 of every account's 30 rows are missed_success: once each.
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missed_success'"); n != 13*10 {
+		t.Errorf("%d missed_success findings, want %d (each drift once)", n, 13*10)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_externally'"); n != 0 {
+		t.Errorf("%d rows seen as missing in Stripe: read under the wrong account", n)
+	}
+	var replicas int
+	for _, p := range procs[1:] {
+		if strings.Contains(p.stderr.String(), "account cycle complete") {
+			replicas++
+		}
+	}
+	if replicas != 2 {
+		t.Errorf("%d of the 2 surviving replicas completed account cycles: the work was not spread", replicas)
 	}
 }
