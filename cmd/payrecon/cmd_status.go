@@ -176,8 +176,10 @@ func printAllocation(w io.Writer, al allocationStatus) {
 		fmt.Fprintf(tw, "  %s\t%s reads / 30 days of %s allowed (%d rows, %d transactions)%s\n", name,
 			thousands(int64(math.Round(r.ProjectedReads))), thousands(r.Allocation), r.Rows, r.Transactions, note)
 	}
-	if al.Platform != nil {
+	if al.Platform != nil && len(al.Accounts) > 0 {
 		line("platform (all accounts)", *al.Platform)
+	} else if al.Platform != nil {
+		line("the account", *al.Platform)
 	}
 	for _, x := range al.Accounts {
 		line(accountLabel(x.Account), x.AllocationResult)
