@@ -89,6 +89,9 @@ type Config struct {
 	// PlatformRPS caps the request rate summed over every account and
 	// replica (--platform-rps; 0: platform.PlatformRPSDefault).
 	PlatformRPS float64
+	// MinCycles are accounts' minimum cycles stretched by the read
+	// allocation (--read-share).
+	MinCycles map[string]time.Duration
 	// AccountGateway, when set, reads as one account instead of the Stripe
 	// gateway's ForAccount (tests).
 	AccountGateway platform.GatewayFunc
@@ -190,15 +193,18 @@ type Service struct {
 	recent   *sweep.Sweeper
 	platform *platform.Platform
 	fatal    chan error
-	catcher  *catchup.Catcher
-	relay    *relay.Relay
-	handler  http.Handler
-	gateway  payrecon.Gateway
-	limiter  *sweep.Limiter
-	ui       *riverui.Handler
-	admin    http.Handler
-	console  *console.Console
-	sampler  *console.Sampler
+	// accountRecheck builds the console's recheck of a connected account's
+	// row (Connect).
+	accountRecheck func(account string) *sweep.Sweeper
+	catcher        *catchup.Catcher
+	relay          *relay.Relay
+	handler        http.Handler
+	gateway        payrecon.Gateway
+	limiter        *sweep.Limiter
+	ui             *riverui.Handler
+	admin          http.Handler
+	console        *console.Console
+	sampler        *console.Sampler
 
 	conns *prometheus.GaugeVec
 
@@ -333,7 +339,18 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	// `findings recheck` does) on the same store, gateway and rate budget.
 	rcfg := cfg.Sweep
 	rcfg.Limiter, rcfg.Clock, rcfg.Logger = s.limiter, cfg.Clock, cfg.Logger.With("component", "console")
-	recheck := sweep.New(store, gw, rcfg)
+	recheck := sweep.New(store.ForAccount(cfg.Accounts, ""), gw, rcfg)
+	if sg, ok := gw.(*stripeapi.Gateway); ok && cfg.Accounts.Found {
+		s.accountRecheck = func(account string) *sweep.Sweeper {
+			ac := rcfg
+			base := rcfg.Job
+			if base == "" {
+				base = sweep.DefaultJob
+			}
+			ac.Job = payrecon.AccountJob(base, account)
+			return sweep.New(store.ForAccount(cfg.Accounts, account), sg.ForAccount(account, nil), ac)
+		}
+	}
 	if s.console, s.sampler, err = s.newConsole(pool, recheck); err != nil {
 		return nil, err
 	}
