@@ -67,7 +67,7 @@ func base(t *testing.T) (doctor.Config, *pgxpool.Pool, *stripesim.Server) {
 	return doctor.Config{
 		DatabaseURL: u, Replicas: 1, DBMaxConns: 5,
 		StripeSecretKey: key, Gateway: gateway(t, key, sim),
-		RPS: 20, MinCycle: 24 * time.Hour, SweepMode: "list", EventsInterval: time.Hour,
+		RPS: 20, MinCycle: 24 * time.Hour, SweepMode: "list", EventsInterval: time.Hour, ReadShare: 0.5,
 		AmountColumn: "amount", CurrencyColumn: "currency", AccountColumn: "stripe_account_id", SessionColumn: "stripe_checkout_session_id",
 		WebhookSecrets: "whsec_0123456789abcdefABCDEF",
 		Notify:         relay.NotifyConfig{URL: receiver(t, notifySecret, http.StatusNoContent), Secret: notifySecret}, PingNotify: true,
@@ -176,8 +176,11 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 		{"an amount column of the wrong type", "optional_columns", doctor.Warn, `column "amount" is text`, func(t *testing.T, _ *doctor.Config, pool *pgxpool.Pool, _ *stripesim.Server) {
 			pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN amount text")
 		}},
-		{"a Connect account column", "optional_columns", doctor.Warn, "account column stripe_account_id present", func(t *testing.T, _ *doctor.Config, pool *pgxpool.Pool, _ *stripesim.Server) {
-			pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN stripe_account_id text")
+		{"an account column of the wrong type", "optional_columns", doctor.Warn, "so every row is checked against the key's own account", func(t *testing.T, _ *doctor.Config, pool *pgxpool.Pool, _ *stripesim.Server) {
+			pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN stripe_account_id bigint")
+		}},
+		{"a Checkout Session column", "optional_columns", doctor.Warn, "session column stripe_checkout_session_id present", func(t *testing.T, _ *doctor.Config, pool *pgxpool.Pool, _ *stripesim.Server) {
+			pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN stripe_checkout_session_id text")
 		}},
 		{"too many replicas", "connections", doctor.Fail, "more than the server allows", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
 			cfg.Replicas = 10_000
@@ -191,8 +194,11 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 		{"a clock far off Stripe's", "clock_stripe", doctor.Fail, "Stripe's clock is ", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
 			cfg.Clock = skewedClock{-10 * time.Minute}
 		}},
-		{"too many reads", "read_allocation", doctor.Fail, "against an allocation of 50.0k", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
+		{"too many reads", "read_allocation", doctor.Fail, "against an allocation of 50,000", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
 			cfg.MinCycle, cfg.SweepMode, cfg.EventsInterval = time.Minute, "retrieve", 30*time.Second
+		}},
+		{"cycles the read share stretches", "read_allocation", doctor.Warn, "--read-share 0.50 stretches 1 cycle", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
+			cfg.MinCycle, cfg.SweepMode, cfg.EventsInterval = time.Minute, "retrieve", 0
 		}},
 		{"no key", "stripe_key", doctor.Fail, "STRIPE_SECRET_KEY is not set", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
 			cfg.StripeSecretKey = ""
@@ -269,12 +275,12 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 func TestDoctorPassingVariants(t *testing.T) {
 	t.Parallel()
 	cfg, pool, _ := base(t)
-	pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN amount bigint, ADD COLUMN currency text")
+	pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN amount bigint, ADD COLUMN currency text, ADD COLUMN stripe_account_id text")
 	cfg.AdminAddr, cfg.ConsolePassword = "0.0.0.0:8081", "correct horse battery staple"
 	cfg.EventsInterval, cfg.PingNotify = 0, false
 	got := results(doctor.Run(context.Background(), cfg))
 	for check, want := range map[string]string{
-		"optional_columns":        "amount amount (the amount check is on); currency currency (the currency check is on)",
+		"optional_columns":        "amount amount (the amount check is on); currency currency (the currency check is on); account column stripe_account_id (Connect",
 		"console_password":        "set; --admin-addr 0.0.0.0:8081",
 		"permission Events: Read": "not needed",
 		"notify":                  "not pinged",

@@ -20,12 +20,9 @@ type doctorCmd struct {
 	JSON       bool `help:"Print JSON."`
 }
 
-// The optional columns doctor looks for besides the money columns: a
-// Connect account's and a Checkout Session's (design.md, third wave).
-const (
-	accountColumnDefault = "stripe_account_id"
-	sessionColumnDefault = "stripe_checkout_session_id"
-)
+// sessionColumnDefault is the Checkout Session column doctor looks for
+// (design.md, third wave: --session-column).
+const sessionColumnDefault = "stripe_checkout_session_id"
 
 func (c *doctorCmd) Run(a *app) error {
 	if err := checkPositiveInt("--replicas", c.Replicas); err != nil {
@@ -46,7 +43,7 @@ func (c *doctorCmd) Run(a *app) error {
 		EventsInterval: c.EventsInterval, RecentWindow: c.Recent, RecentInterval: c.RecentInterval,
 		WebhookSecrets: c.WebhookSecret, PingNotify: c.PingNotify,
 		AdminAddr: c.AdminAddr, ConsolePassword: password,
-		AccountColumn: accountColumnDefault, SessionColumn: sessionColumnDefault,
+		AccountColumn: c.AccountColumn, SessionColumn: sessionColumnDefault, ReadShare: c.ReadShare,
 		Logger: a.logger,
 	}
 	cfg.Notify.URL, cfg.Notify.Secret = nc.NotifyURL, nc.NotifySecret
