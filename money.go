@@ -37,15 +37,16 @@ var MoneyKinds = []Kind{
 }
 
 // SideKinds lists the kinds recorded beside the status verdict, each its
-// own finding, healed when judged again and not found: the money kinds (and
-// stuck_in_flight). They never supersede a status finding, nor are
+// own finding, healed when judged again and not found: the money kinds,
+// stuck_in_flight and the settlement kinds (judged by the payouts check,
+// never by the sweep). They never supersede a status finding, nor are
 // superseded by one.
 func SideKinds() []Kind {
 	return append(append([]Kind(nil), MoneyKinds...), sideExtra...)
 }
 
 // sideExtra are side kinds that are not money kinds.
-var sideExtra = []Kind{KindStuckInFlight}
+var sideExtra = append([]Kind{KindStuckInFlight}, SettlementKinds...)
 
 // IsMoney reports whether k is one of the money kinds.
 func (k Kind) IsMoney() bool {
