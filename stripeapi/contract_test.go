@@ -158,6 +158,40 @@ func runContract(t *testing.T, tgt contractTarget) {
 		}
 	})
 
+	t.Run("payouts and their lines", func(t *testing.T) {
+		t.Parallel()
+		gw := gateway(t, tgt.key)
+		page, err := gw.ListPayouts(ctx, payrecon.PayoutQuery{CreatedGTE: time.Now().Add(-365 * 24 * time.Hour * 30), Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Payouts) == 0 {
+			t.Fatal("no payout listed")
+		}
+		p := page.Payouts[0]
+		if !strings.HasPrefix(p.ID, "po_") || p.Status == "" || p.Currency == "" || p.Created.IsZero() || p.ReconciliationStatus == "" {
+			t.Errorf("payout %+v does not parse as a Payout", p)
+		}
+		if _, err := gw.RetrievePayout(ctx, "", p.ID); err != nil {
+			t.Fatal(err)
+		}
+		lines, err := gw.ListPayoutLines(ctx, payrecon.PayoutLineQuery{PayoutID: p.ID, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lines.Lines) == 0 {
+			t.Fatal("no line listed")
+		}
+		for _, l := range lines.Lines {
+			if !strings.HasPrefix(l.ID, "txn_") || l.Type == "" || l.ReportingCategory == "" || l.Currency == "" || l.Net != l.Amount-l.Fee {
+				t.Errorf("line %+v does not parse as a BalanceTransaction", l)
+			}
+		}
+		if err := gw.CheckPayoutAccess(ctx, ""); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("rejected key", func(t *testing.T) {
 		t.Parallel()
 		_, err := gateway(t, tgt.badKey).RetrieveIntent(ctx, tgt.id)
@@ -182,6 +216,9 @@ func TestContractSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := sim.Refund(known.ID, 500); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.CreatePayout(stripesim.PayoutSpec{Intents: []string{known.ID}, Fees: []int64{50}}); err != nil {
 		t.Fatal(err)
 	}
 	runContract(t, contractTarget{url: sim.URL(), key: sim.SecretKey(), badKey: "sk_test_rejected", id: known.ID, event: event})
