@@ -526,3 +526,51 @@ type SettlementJudgment struct {
 func (sc SettlementChecks) Judge(in SettlementInput) SettlementJudgment {
 	return SettlementJudgment{Input: in, Drifts: sc.ClassifySettlement(in), Judged: sc.Evaluated(in)}
 }
+
+// SettlementScope says which PaymentIntents a settlement judgment covers:
+// those of one payout's lines (PayoutID set), or a whole round's (PayoutID
+// empty): every line of the account's payouts created since Since, every
+// open settlement finding, and every payment that may be paid_not_settled.
+type SettlementScope struct {
+	Account     string
+	Since       time.Time
+	PayoutID    string
+	SettleAfter time.Duration
+	Now         time.Time
+}
+
+// SettlementRow is one PaymentIntent in scope: what the rules look at, the
+// kinds of its open settlement findings, and whether a line of it is not
+// yet matched to its (now existing) local row.
+type SettlementRow struct {
+	Input     SettlementInput
+	Open      []Kind
+	Unmatched bool
+}
+
+// SettlementResult counts what a commit of judgments did.
+type SettlementResult struct {
+	Opened map[Kind]int `json:"opened"`
+	Healed map[Kind]int `json:"healed"`
+	// Matched counts lines that got the id of a local row that appeared.
+	Matched int `json:"matched_lines"`
+}
+
+// SettlementStore is the storage the payouts check needs. The postgres
+// package implements it.
+type SettlementStore interface {
+	// SavePayouts records payouts as Stripe listed them and returns the
+	// ids of those whose lines are to be read: automatic, reconciliation
+	// completed, not read in full under their current status.
+	SavePayouts(ctx context.Context, payouts []Payout, now time.Time) ([]string, error)
+	// SavePayoutLines records a payout's lines, read in full, one row per
+	// balance transaction, and marks them read under the payout's status;
+	// it returns how many lines were new.
+	SavePayoutLines(ctx context.Context, p Payout, lines []PayoutLine, now time.Time) (int, error)
+	// SettlementInputs calls fn for every PaymentIntent in scope, in order.
+	SettlementInputs(ctx context.Context, scope SettlementScope, fn func(SettlementRow) error) error
+	// CommitSettlement opens the findings of the judgments' drifts (once
+	// each) and heals the open ones of judged kinds no longer found, in one
+	// transaction.
+	CommitSettlement(ctx context.Context, js []SettlementJudgment, now time.Time) (SettlementResult, error)
+}

@@ -22,6 +22,10 @@ CREATE TABLE IF NOT EXISTS stripe_payouts (
     -- out: {"charge": {"count": …, "amount": …, "fee": …, "net": …}, …};
     -- NULL until the lines were read.
     totals                jsonb,
+    -- How many lines there are and what their net adds up to (the payout's
+    -- own line left out): the payout's own check compares it with amount.
+    lines_count           integer,
+    lines_net             bigint,
     -- When the lines were last read in full, and under which status and
     -- reconciliation status: a payout read in full is read again only
     -- when one of them changes.
