@@ -403,9 +403,13 @@ type SettlementChecks struct {
 // SettlementRule is one row of the settlement table: the kind it records,
 // what it means and what to do.
 type SettlementRule struct {
-	Kind    Kind   `json:"kind"`
-	Meaning string `json:"meaning"`
-	Action  string `json:"what_to_do"`
+	Kind Kind `json:"kind"`
+	// Compares says what is compared, in words; Skipped when the rule
+	// cannot be judged and leaves its finding alone.
+	Compares string `json:"compares"`
+	Skipped  string `json:"not_compared_when"`
+	Meaning  string `json:"meaning"`
+	Action   string `json:"what_to_do"`
 
 	judged func(SettlementChecks, SettlementInput) bool
 	check  func(SettlementChecks, SettlementInput) (string, bool)
@@ -428,10 +432,12 @@ func comparable(sc SettlementChecks, in SettlementInput) bool {
 // settlementTable is the single source of ClassifySettlement and the tests.
 var settlementTable = []SettlementRule{
 	{
-		Kind:    KindSettledNotPaidLocally,
-		Meaning: "a charge was settled in a payout (and the money kept) but its payment is not paid locally, or has no payments row: money reached the bank for an order the application does not consider paid",
-		Action:  "fulfil the order and mark it paid (a lost webhook: the repair of `missed_success` heals this), or refund the charge in Stripe; for a PaymentIntent another system made, ignore it; it heals when the payment is paid locally",
-		judged:  func(SettlementChecks, SettlementInput) bool { return true },
+		Kind:     KindSettledNotPaidLocally,
+		Compares: "the PaymentIntent's charge lines in the payouts read, and what its lines kept (charges less refunds and disputes), vs the local status",
+		Skipped:  "never: every PaymentIntent a payout line names is judged",
+		Meaning:  "a charge was settled in a payout (and the money kept) but its payment is not paid locally, or has no payments row: money reached the bank for an order the application does not consider paid",
+		Action:   "fulfil the order and mark it paid (a lost webhook: the repair of `missed_success` heals this), or refund the charge in Stripe; for a PaymentIntent another system made, ignore it; it heals when the payment is paid locally",
+		judged:   func(SettlementChecks, SettlementInput) bool { return true },
 		check: func(_ SettlementChecks, in SettlementInput) (string, bool) {
 			s := in.Settled
 			if s.Charges == 0 || s.Kept <= 0 {
@@ -447,10 +453,12 @@ var settlementTable = []SettlementRule{
 		},
 	},
 	{
-		Kind:    KindSettledAmountMismatch,
-		Meaning: "the gross settled for the payment's charges differs from the order's amount, in the same currency: the order and what Stripe paid out disagree",
-		Action:  "compare the order with the charge and the payout in the Dashboard; fix the order or refund/collect the difference; then `findings resolve`",
-		judged:  comparable,
+		Kind:     KindSettledAmountMismatch,
+		Compares: "the gross of its charge lines vs the local amount",
+		Skipped:  "no amount column or a NULL amount, no charge line, lines in another currency than the row's, or converted",
+		Meaning:  "the gross settled for the payment's charges differs from the order's amount, in the same currency: the order and what Stripe paid out disagree",
+		Action:   "compare the order with the charge and the payout in the Dashboard; fix the order or refund/collect the difference; then `findings resolve`",
+		judged:   comparable,
 		check: func(sc SettlementChecks, in SettlementInput) (string, bool) {
 			if !comparable(sc, in) || *in.Local.Amount == in.Settled.Gross {
 				return "", false
@@ -459,9 +467,11 @@ var settlementTable = []SettlementRule{
 		},
 	},
 	{
-		Kind:    KindPaidNotSettled,
-		Meaning: "paid locally and captured in Stripe, but its charge is in no payout `--settle-after` (14 days) after the payment, although Stripe has paid out since: the money has not reached the bank",
-		Action:  "find the charge in the Dashboard: held in reserve, refunded before payout, paid to another account, or never captured; ask Stripe support if it is none of these; it heals when a payout holding it is read",
+		Kind:     KindPaidNotSettled,
+		Compares: "local `paid` and verified `succeeded`, created `--settle-after` ago, vs the lines of the automatic payouts read since",
+		Skipped:  "`--settle-after 0`, the payment older than the first payout read, no automatic payout read since",
+		Meaning:  "paid locally and captured in Stripe, but its charge is in no payout `--settle-after` (14 days) after the payment, although Stripe has paid out since: the money has not reached the bank",
+		Action:   "find the charge in the Dashboard: held in reserve, refunded before payout, paid to another account, or never captured; ask Stripe support if it is none of these; it heals when a payout holding it is read",
 		judged: func(sc SettlementChecks, _ SettlementInput) bool {
 			return sc.SettleAfter > 0
 		},
@@ -574,3 +584,23 @@ type SettlementStore interface {
 	// transaction.
 	CommitSettlement(ctx context.Context, js []SettlementJudgment, now time.Time) (SettlementResult, error)
 }
+
+// FormatSettlementTable renders the settlement rules as a Markdown table:
+// the third table of `payrecon classify --table`, copied into the README
+// between BeginSettlementTableMarker and EndSettlementTableMarker (a test
+// compares them).
+func FormatSettlementTable() string {
+	var b strings.Builder
+	b.WriteString("| kind | compares | not judged when | verdict |\n")
+	b.WriteString("| --- | --- | --- | --- |\n")
+	for _, r := range settlementTable {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Kind, r.Compares, r.Skipped, r.Verdict())
+	}
+	return b.String()
+}
+
+// Markers around the generated settlement table in the README.
+const (
+	BeginSettlementTableMarker = "<!-- settlement-table:begin (generated by `payrecon classify --table`; a test checks it) -->"
+	EndSettlementTableMarker   = "<!-- settlement-table:end -->"
+)

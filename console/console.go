@@ -10,7 +10,9 @@
 // drawn as SVG on the server); the findings list with filters, keyset
 // pagination and a CSV export of the same filter; a finding's page with
 // the payment, what Stripe said and a timeline; a lookup by payment id,
-// order id or PaymentIntent id; the audit log of console actions.
+// order id or PaymentIntent id; the audit log of console actions; the
+// payouts read (each automatic payout's lines, matched or not, its own
+// check, and the same CSV as `payrecon payouts export`).
 //
 // # Access
 //
@@ -71,6 +73,9 @@ type Config struct {
 	Read ReadModel
 	// Actions are the operator's actions.
 	Actions Actions
+	// Payouts, when set, is what the Payouts page reads; nil: the page
+	// says the payouts check is off.
+	Payouts PayoutsReader
 	// StripeHealthFunc, when set, reports the Stripe client's state for the
 	// overview.
 	StripeHealthFunc func() StripeHealth
@@ -175,6 +180,9 @@ func (c *Console) routes() {
 	m.Handle("GET /console/findings/{id}", c.page(c.handleFinding))
 	m.Handle("GET /console/lookup", c.page(c.handleLookup))
 	m.Handle("GET /console/audit", c.page(c.handleAudit))
+	m.Handle("GET /console/payouts", c.page(c.handlePayouts))
+	m.Handle("GET /console/payouts.csv", c.requireSession(http.HandlerFunc(c.handlePayoutsCSV)))
+	m.Handle("GET /console/payouts/{id}", c.page(c.handlePayout))
 
 	m.Handle("POST /console/findings/{id}/resolve", c.action(c.handleResolve))
 	m.Handle("POST /console/findings/{id}/recheck", c.action(c.handleRecheck))

@@ -35,7 +35,16 @@ type Events struct {
 	source payrecon.TransitionSource
 	// Ignore lists the kinds never recorded (--ignore-kinds).
 	Ignore map[payrecon.Kind]bool
+	// PayoutFunc, when set, is called in the event's transaction for a
+	// payout event (payrecon.PayoutEventTypes) to queue a read of its
+	// payout (relay.Relay.EnqueuePayoutRead); without it payout events are
+	// recorded and ignored.
+	PayoutFunc PayoutFunc
 }
+
+// PayoutFunc queues the read of a payout that an event named, inside the
+// event's transaction: account "" is the platform's own.
+type PayoutFunc func(ctx context.Context, tx pgx.Tx, account, payoutID, eventID string) error
 
 var _ payrecon.EventProcessor = (*Events)(nil)
 
@@ -99,6 +108,16 @@ func (e *Events) ProcessEvent(ctx context.Context, ev payrecon.Event) (payrecon.
 // apply acts on a claimed event inside its transaction.
 func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now time.Time, res *payrecon.EventResult) error {
 	cmd, ok := payrecon.CommandForEvent(ev.Type)
+	if id := ev.PayoutID(); !ok && id != "" {
+		res.Outcome = payrecon.OutcomeIgnored
+		if e.PayoutFunc != nil {
+			if err := e.PayoutFunc(ctx, tx, "", id, ev.ID); err != nil {
+				return fmt.Errorf("queue the read of payout %s (event %s): %w", id, ev.ID, err)
+			}
+			res.Outcome = payrecon.OutcomePayoutQueued
+		}
+		return nil
+	}
 	if !ok {
 		if charge := payrecon.ChargeFromEvent(ev, now); charge != nil && ev.IntentID() != "" {
 			return e.applyMoney(ctx, tx, ev, charge, now, res)

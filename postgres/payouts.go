@@ -256,44 +256,8 @@ func (p *Payouts) CommitSettlement(ctx context.Context, js []payrecon.Settlement
 	return res, nil
 }
 
-// PayoutSummary is a payout as `payouts list`, `payouts show` and the
-// console show it: what Stripe said, its lines' totals, and its own check.
-type PayoutSummary struct {
-	payrecon.Payout
-	// ByCategory and Totals are its lines summed (zero until read).
-	ByCategory map[string]payrecon.CategoryTotal `json:"by_reporting_category,omitempty"`
-	Totals     payrecon.PayoutTotals             `json:"totals"`
-	// LinesRead is true once its lines were read in full, at LinesReadAt.
-	LinesRead   bool       `json:"lines_read"`
-	LinesReadAt *time.Time `json:"lines_read_at,omitempty"`
-	// PaidSeenAt is when payrecon first saw it paid.
-	PaidSeenAt *time.Time `json:"paid_seen_at,omitempty"`
-	ObservedAt time.Time  `json:"observed_at"`
-	// Matched counts its lines matched to a local payment; Unmatched those
-	// naming a PaymentIntent with no local payment.
-	Matched   int `json:"matched_lines"`
-	Unmatched int `json:"unmatched_lines"`
-	// Problems is its own check (payrecon.CheckPayout); none when sound.
-	Problems []payrecon.PayoutProblem `json:"problems"`
-	// Note says why a payout has no lines (a manual one, one whose
-	// reconciliation is in progress).
-	Note string `json:"note,omitempty"`
-}
-
-// PayoutFilter selects payouts for List. Zero fields do not filter.
-type PayoutFilter struct {
-	// Account keeps one account's payouts ("" the platform's); nil: all.
-	Account *string
-	// BeforeCreated and BeforeID continue after the last payout of the
-	// previous page (newest first).
-	BeforeCreated time.Time
-	BeforeID      string
-	// Limit bounds the payouts returned; 0 means 50.
-	Limit int
-}
-
 // List returns payouts newest first.
-func (p *Payouts) List(ctx context.Context, f PayoutFilter) ([]PayoutSummary, error) {
+func (p *Payouts) List(ctx context.Context, f payrecon.PayoutFilter) ([]payrecon.PayoutSummary, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 50
@@ -303,25 +267,25 @@ func (p *Payouts) List(ctx context.Context, f PayoutFilter) ([]PayoutSummary, er
 }
 
 // Get returns one payout; payrecon.ErrNotFound when payrecon has not read it.
-func (p *Payouts) Get(ctx context.Context, id string) (PayoutSummary, error) {
+func (p *Payouts) Get(ctx context.Context, id string) (payrecon.PayoutSummary, error) {
 	out, err := p.list(ctx, pgx.StrictNamedArgs{"account": nil, "payout_id": id, "before_created": nil, "before_id": nil, "limit": 1})
 	if err != nil {
-		return PayoutSummary{}, err
+		return payrecon.PayoutSummary{}, err
 	}
 	if len(out) == 0 {
-		return PayoutSummary{}, fmt.Errorf("payout %s: %w (not read yet: run `payrecon payouts --once`)", payrecon.Quote(id, 40), payrecon.ErrNotFound)
+		return payrecon.PayoutSummary{}, fmt.Errorf("payout %s: %w (not read yet: run `payrecon payouts --once`)", payrecon.Quote(id, 40), payrecon.ErrNotFound)
 	}
 	return out[0], nil
 }
 
-func (p *Payouts) list(ctx context.Context, args pgx.StrictNamedArgs) ([]PayoutSummary, error) {
+func (p *Payouts) list(ctx context.Context, args pgx.StrictNamedArgs) ([]payrecon.PayoutSummary, error) {
 	rows, err := p.pool.Query(ctx, queries.Get("payouts_list"), args)
 	if err != nil {
 		return nil, fmt.Errorf("list payouts: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PayoutSummary, error) {
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (payrecon.PayoutSummary, error) {
 		var (
-			s         PayoutSummary
+			s         payrecon.PayoutSummary
 			status    string
 			arrival   *time.Time
 			totals    []byte
@@ -363,53 +327,9 @@ func (p *Payouts) list(ctx context.Context, args pgx.StrictNamedArgs) ([]PayoutS
 	return out, nil
 }
 
-// PayoutLineRow is one line as `payouts show`, the export and the console
-// print it: the balance transaction, its payout's arrival date, and its
-// local payment.
-type PayoutLineRow struct {
-	payrecon.PayoutLine
-	ArrivalDate time.Time `json:"arrival_date"`
-	PaymentID   *int64    `json:"payment_id,omitempty"`
-	OrderID     string    `json:"order_id,omitempty"`
-	// Match is "matched", or why not (see MatchOf).
-	Match string `json:"match"`
-}
-
-// Why a line is not matched to a local payment.
-const (
-	MatchMatched        = "matched"
-	MatchNoLocalPayment = "no local payment with this PaymentIntent"
-	MatchNoIntent       = "charge without a PaymentIntent"
-	MatchNotAPayment    = "not a payment (fee, adjustment, transfer)"
-	MatchPayout         = "the payout itself"
-)
-
-// MatchOf says whether a line is matched to a local payment, and why not.
-func MatchOf(l payrecon.PayoutLine, paymentID *int64) string {
-	switch {
-	case paymentID != nil:
-		return MatchMatched
-	case l.OwnLine():
-		return MatchPayout
-	case l.IntentID != "":
-		return MatchNoLocalPayment
-	case l.ChargeID != "" || l.SourceType == "charge":
-		return MatchNoIntent
-	}
-	return MatchNotAPayment
-}
-
-// LinesQuery selects lines for Lines: one payout's, or those of the payouts
-// arriving in [From, To) of one account (nil: all).
-type LinesQuery struct {
-	PayoutID string
-	From, To time.Time
-	Account  *string
-}
-
 // Lines calls fn for every line the query selects, in arrival order, as the
 // rows come from one statement (the export streams them; nothing is held).
-func (p *Payouts) Lines(ctx context.Context, q LinesQuery, fn func(PayoutLineRow) error) error {
+func (p *Payouts) Lines(ctx context.Context, q payrecon.PayoutLinesQuery, fn func(payrecon.PayoutLineRow) error) error {
 	rows, err := p.pool.Query(ctx, queries.Get("payouts_lines"), pgx.StrictNamedArgs{
 		"payout_id": optional(q.PayoutID), "from": q.From, "to": q.To, "account": q.Account,
 	})
@@ -418,14 +338,14 @@ func (p *Payouts) Lines(ctx context.Context, q LinesQuery, fn func(PayoutLineRow
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var r PayoutLineRow
+		var r payrecon.PayoutLineRow
 		var arrival *time.Time
 		if err := rows.Scan(&r.ID, &r.PayoutID, &r.Account, &arrival, &r.Type, &r.ReportingCategory, &r.Amount, &r.Fee, &r.Net,
 			&r.Currency, &r.Converted, &r.Created, &r.SourceID, &r.SourceType, &r.ChargeID, &r.IntentID, &r.PaymentID, &r.OrderID); err != nil {
 			return fmt.Errorf("read payout lines: %w", err)
 		}
 		r.ArrivalDate = orZero(arrival)
-		r.Match = MatchOf(r.PayoutLine, r.PaymentID)
+		r.Match = payrecon.MatchOf(r.PayoutLine, r.PaymentID)
 		if err := fn(r); err != nil {
 			return err
 		}

@@ -103,6 +103,10 @@ type Config struct {
 	// the notification's job in the transition's transaction and, unless
 	// InsertOnly, workers on NotifyQueue that deliver it.
 	Notify NotifyConfig
+	// Payouts, with its functions set, gives the relay the payouts check's
+	// jobs (PayoutsConfig); unless InsertOnly, workers on PayoutsQueue run
+	// them.
+	Payouts PayoutsConfig
 	// DrainPollInterval is how often Drain checks whether anything is left.
 	// Default DrainPollIntervalDefault.
 	DrainPollInterval time.Duration
@@ -162,6 +166,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Notify.enabled() {
 		c.Notify = c.Notify.withDefaults()
+	}
+	if c.Payouts.enabled() {
+		c.Payouts = c.Payouts.withDefaults()
 	}
 	switch {
 	case c.DrainRetryHorizon == 0:

@@ -89,6 +89,14 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 	if err := river.AddWorkerSafely(workers, &notifyWorker{relay: r}); err != nil {
 		return nil, fmt.Errorf("new relay: register notify worker: %w", err)
 	}
+	if cfg.Payouts.enabled() {
+		if err := river.AddWorkerSafely(workers, &payoutsWorker{relay: r}); err != nil {
+			return nil, fmt.Errorf("new relay: register payouts worker: %w", err)
+		}
+		if err := river.AddWorkerSafely(workers, &payoutReadWorker{relay: r}); err != nil {
+			return nil, fmt.Errorf("new relay: register payout read worker: %w", err)
+		}
+	}
 	retention := cfg.DeadLetterRetention
 	if retention == 0 {
 		retention = -1 // River: never delete
@@ -120,6 +128,12 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 		}
 		if cfg.PruneInterval > 0 {
 			rc.PeriodicJobs = append(rc.PeriodicJobs, pruneJob(cfg.PruneInterval))
+		}
+		if cfg.Payouts.enabled() {
+			rc.Queues[PayoutsQueue] = river.QueueConfig{MaxWorkers: cfg.Payouts.Workers}
+			if cfg.Payouts.Interval > 0 {
+				rc.PeriodicJobs = append(rc.PeriodicJobs, payoutsJob(cfg.Payouts.Interval))
+			}
 		}
 		if conns := int(pool.Config().MaxConns); conns < cfg.Workers+3 {
 			r.log.Warn("relay: the pool has fewer connections than workers need; workers will wait for connections",

@@ -62,6 +62,9 @@ func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*conso
 	cc := s.cfg.Console
 	cc.Password = s.cfg.ConsolePassword
 	cc.Read = reader
+	if s.cfg.Payouts.Interval > 0 {
+		cc.Payouts = postgres.NewPayouts(pool)
+	}
 	cc.Actions = &consoleActions{
 		audit:    postgres.NewConsoleAudit(pool, s.cfg.Clock),
 		findings: postgres.NewFindings(pool, s.cfg.Clock),

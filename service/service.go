@@ -97,6 +97,9 @@ type Config struct {
 	WebhookSecrets []string
 	// Relay configures the repair workers.
 	Relay relay.Config
+	// Payouts configures the payouts check (off unless Payouts.Interval
+	// is positive); the relay's Payouts jobs are set by the service.
+	Payouts PayoutsConfig
 	// ShutdownTimeout bounds each stage of the shutdown (default 20 s).
 	ShutdownTimeout time.Duration
 	// Logger receives the service's logs; nil discards them.
@@ -218,6 +221,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		// The pool must have room for them (relay.Config.Workers).
 		rc.Workers = max(2, min(relay.WorkersDefault, int(pool.Config().MaxConns)-6))
 	}
+	payouts, err := s.newPayouts(pool, gw)
+	if err != nil {
+		return nil, err
+	}
+	if payouts != nil {
+		rc.Payouts = s.payoutJobs(payouts)
+	}
 	rl, err := relay.New(pool, writer, rc)
 	if err != nil {
 		return nil, err
@@ -265,6 +275,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 
 	events := postgres.NewEvents(pool, writer, cfg.Clock)
 	events.Ignore = cfg.Sweep.Money.Ignore
+	if payouts != nil {
+		// payout.* events (webhook or catch-up) read their payout at once.
+		events.PayoutFunc = rl.EnqueuePayoutRead
+	}
 	if cfg.Events.Interval > 0 {
 		src := cfg.EventSource
 		if src == nil {
@@ -447,7 +461,8 @@ func (s *Service) Run(ctx context.Context) error {
 	})
 	s.log.Info("payrecon is running", "http_addr", s.Addr(), "admin_addr", s.AdminAddr(),
 		"console_url", "http://"+s.AdminAddr()+console.Prefix, "job", s.sweeper.Config().Job, "rps", s.cfg.RPS,
-		"events_interval", s.cfg.Events.Interval, "recent", s.cfg.RecentWindow, "recent_interval", s.cfg.RecentInterval)
+		"events_interval", s.cfg.Events.Interval, "recent", s.cfg.RecentWindow, "recent_interval", s.cfg.RecentInterval,
+		"payouts_interval", s.cfg.Payouts.Interval)
 	if s.console.Open() {
 		s.log.Warn("the console has no password: anyone who reaches the admin address acts as an operator; set PAYRECON_CONSOLE_PASSWORD to require a login",
 			"admin_addr", s.AdminAddr())

@@ -100,7 +100,7 @@ func (f sweepFlags) config() (sweep.Config, error) {
 // and returns the store that reads them and the sweep configuration that
 // judges them.
 func (a *app) withMoney(pool *pgxpool.Pool, store *postgres.Store, cfg sweep.Config, f moneyFlags) (*postgres.Store, sweep.Config, postgres.MoneyColumns, error) {
-	cols, err := a.moneyColumns(pool, f)
+	cols, err := a.moneyColumns(pool, f.moneyColumnFlags)
 	if err != nil {
 		return nil, cfg, cols, err
 	}

@@ -1,0 +1,87 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/settlement"
+)
+
+// PayoutsConfig configures the payouts check of the service.
+type PayoutsConfig struct {
+	// Interval is how often a payouts round runs (a River periodic job, on
+	// one replica at a time); 0 turns the check off, payout events'
+	// reads included (--payouts-interval).
+	Interval time.Duration
+	// Since is how far back payouts are listed (default
+	// payrecon.DefaultPayoutsSince).
+	Since time.Duration
+	// SettleAfter is --settle-after; 0 turns paid_not_settled off.
+	SettleAfter time.Duration
+	// Source, when set, is what payouts are read from instead of the
+	// Stripe gateway.
+	Source payrecon.PayoutSource
+}
+
+// newPayouts builds the payouts check on the service's limiter, clock and
+// registry when it is on, and returns the relay's jobs for it; nil when it
+// is off.
+func (s *Service) newPayouts(pool *pgxpool.Pool, gw payrecon.Gateway) (*settlement.Reconciler, error) {
+	pc := s.cfg.Payouts
+	if pc.Interval <= 0 {
+		return nil, nil
+	}
+	src := pc.Source
+	if src == nil {
+		ps, ok := gw.(payrecon.PayoutSource)
+		if !ok {
+			return nil, errors.New("the payouts check needs a Stripe gateway that reads payouts")
+		}
+		src = ps
+	}
+	store := postgres.NewPayouts(pool)
+	cols := s.cfg.MoneyColumns
+	if cols.Amount || cols.Currency {
+		store = store.WithMoneyColumns(cols)
+	}
+	rec := settlement.New(src, store, settlement.Config{
+		Since: pc.Since,
+		Checks: payrecon.SettlementChecks{Amount: cols.Amount, Currency: cols.Currency, Ignore: s.cfg.Sweep.Money.Ignore,
+			SettleAfter: pc.SettleAfter},
+		Limiter: s.limiter, Clock: s.cfg.Clock, Logger: s.cfg.Logger.With("component", "payouts"), Registerer: s.registry,
+	})
+	s.registry.MustRegister(postgres.NewPayoutsCollector(pool, rec.Config().Since, s.cfg.Clock, s.cfg.Logger.With("component", "metrics")))
+	return rec, nil
+}
+
+// payoutJobs are the relay's jobs of the payouts check: the periodic round
+// and the read of one payout, each logged.
+func (s *Service) payoutJobs(rec *settlement.Reconciler) relay.PayoutsConfig {
+	log := s.cfg.Logger.With("component", "payouts")
+	return relay.PayoutsConfig{
+		Interval: s.cfg.Payouts.Interval,
+		RoundFunc: func(ctx context.Context) error {
+			rep, err := rec.RunOnce(ctx)
+			if err != nil {
+				return fmt.Errorf("payouts round: %w", err)
+			}
+			log.Info("payouts round", "account", rep.Account, "summary", rep.Describe(), "duration", rep.Duration.Round(time.Millisecond))
+			return nil
+		},
+		ReadFunc: func(ctx context.Context, account, id string) error {
+			rep, err := rec.ReadPayout(ctx, account, id)
+			if err != nil {
+				return fmt.Errorf("read payout %s: %w", id, err)
+			}
+			log.Info("payout read", "payout_id", id, "summary", rep.Describe())
+			return nil
+		},
+	}
+}
