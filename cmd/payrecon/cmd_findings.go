@@ -21,7 +21,7 @@ type findingsCmd struct {
 }
 
 type findingsListCmd struct {
-	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): missed_success, missed_cancel, paid_locally_not_externally, failed_locally_paid_externally, missing_externally, missing_locally, unknown_status, invalid_local_row."`
+	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): any finding kind of the README's table, e.g. missed_success, amount_mismatch, settled_not_paid_locally."`
 	Verdict   []string      `help:"Only these verdicts: repairable, needs_review."`
 	State     string        `enum:"open,resolved,all" default:"open" help:"open, resolved or all."`
 	OlderThan time.Duration `name:"older-than" help:"Only findings detected longer ago than this (e.g. 24h)."`
