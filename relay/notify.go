@@ -135,10 +135,23 @@ func (NotifyArgs) InsertOpts() river.InsertOpts {
 }
 
 // enqueueNotification is the writer's transition hook: the notification's
-// job is inserted in the transition's own transaction.
+// job is inserted in the transition's own transaction when this relay has
+// a notify URL, or when another process recorded one in the database
+// (RecordNotifications); otherwise there is nobody to notify.
 func (r *Relay) enqueueNotification(ctx context.Context, tx pgx.Tx, t payrecon.PaymentTransition) error {
+	maxAttempts := r.cfg.Notify.MaxAttempts
+	if !r.cfg.Notify.enabled() {
+		var on bool
+		if err := tx.QueryRow(ctx, queries.Get("notifications_enabled")).Scan(&on); err != nil {
+			return fmt.Errorf("enqueue notification of transition %d: are notifications configured: %w", t.ID, err)
+		}
+		if !on {
+			return nil
+		}
+		maxAttempts = NotifyMaxAttemptsDefault
+	}
 	_, err := r.client.InsertTx(ctx, tx, NotifyArgs{TransitionID: t.ID, PaymentID: t.PaymentID, Version: t.Version},
-		&river.InsertOpts{MaxAttempts: r.cfg.Notify.MaxAttempts})
+		&river.InsertOpts{MaxAttempts: maxAttempts})
 	if err != nil {
 		return fmt.Errorf("enqueue notification of transition %d: %w", t.ID, err)
 	}
@@ -259,7 +272,7 @@ func (r *Relay) post(ctx context.Context, n payrecon.Notification) error {
 		return fmt.Errorf("notify transition %d: %w", n.ID, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "github.com/payrecon/payrecon")
+	req.Header.Set("User-Agent", "payrecon")
 	req.Header.Set(payrecon.IdempotencyKeyHeader, strconv.FormatInt(n.ID, 10))
 	req.Header.Set(payrecon.SignatureHeader, payrecon.SignNotification(body, c.Secret, r.cfg.Clock.Now()))
 	resp, err := c.Client.Do(req)

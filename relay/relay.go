@@ -145,10 +145,28 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 		return nil, fmt.Errorf("new relay: river client: %w", err)
 	}
 	r.client = client
-	if cfg.Notify.enabled() {
-		writer.OnTransition(r.enqueueNotification)
-	}
+	// Every relay's writer inserts the notification of each transition it
+	// makes when notifications are configured, here or (recorded in the
+	// database) by another process: a transition made by `events --once`
+	// or `relay --drain` without --notify-url is still delivered by the
+	// processes that have it.
+	writer.OnTransition(r.enqueueNotification)
 	return r, nil
+}
+
+// RecordNotifications records in the database that notifications are
+// configured (this relay has a notify URL), so that every process's
+// transitions insert their notification jobs from now on. Start calls it;
+// an insert-only relay with a notify URL (events --once) calls it itself.
+// A relay without a URL records nothing.
+func (r *Relay) RecordNotifications(ctx context.Context) error {
+	if !r.cfg.Notify.enabled() {
+		return nil
+	}
+	if _, err := r.pool.Exec(ctx, queries.Get("notifications_record"), pgx.StrictNamedArgs{"now": r.cfg.Clock.Now()}); err != nil {
+		return fmt.Errorf("record that notifications are configured: %w", err)
+	}
+	return nil
 }
 
 // Enqueue inserts one delivery job per outbox id inside tx (River's
@@ -233,6 +251,9 @@ func (r *Relay) Start(ctx context.Context) error {
 	defer r.mu.Unlock()
 	if r.running {
 		return fmt.Errorf("start relay: %w", ErrRunning)
+	}
+	if err := r.RecordNotifications(ctx); err != nil {
+		return fmt.Errorf("start relay: %w", err)
 	}
 	if err := r.client.Start(ctx); err != nil {
 		return fmt.Errorf("start relay: %w", err)

@@ -82,6 +82,10 @@ type eventRec struct {
 	previous  json.RawMessage // previous_attributes, or nil
 	attempts  int
 	delivered bool
+	// hidden keeps the event out of GET /v1/events for now (HideEvent):
+	// Stripe's list is eventually consistent, and an event can become
+	// visible after newer ones were already listed.
+	hidden bool
 }
 
 func (e *eventRec) event() Event {
@@ -135,6 +139,26 @@ func (s *Server) recordIntentEvent(typ string, r *record, old payrecon.StripeSta
 		previous = map[string]any{"status": string(old)}
 	}
 	return s.recordEvent(typ, r, r.json(false), previous, now)
+}
+
+// HideEvent keeps event id out of GET /v1/events until ShowEvent: an
+// event Stripe lists late, after newer ones (its list is eventually
+// consistent). Retrieval and webhooks are unaffected.
+func (s *Server) HideEvent(id string) error { return s.setHidden(id, true) }
+
+// ShowEvent makes an event hidden by HideEvent listed again, at its own
+// place (by its created time).
+func (s *Server) ShowEvent(id string) error { return s.setHidden(id, false) }
+
+func (s *Server) setHidden(id string, hidden bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.events.byID[id]
+	if !ok {
+		return fmt.Errorf("event %q: %w", id, ErrNoSuchEvent)
+	}
+	e.hidden = hidden
+	return nil
 }
 
 // Events returns every recorded event, oldest first.
@@ -239,7 +263,7 @@ func isEventFilterKey(key string) bool {
 }
 
 func (f eventFilter) match(e *eventRec, lo, hi int64) bool {
-	if e.created < lo || e.created > hi {
+	if e.hidden || e.created < lo || e.created > hi {
 		return false
 	}
 	if f.deliverySuccess != nil && *f.deliverySuccess != e.delivered {

@@ -368,7 +368,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		return rep, nil
 	}
 
-	checks, orphans, calls, err := s.check(ctx, all, now)
+	checks, orphans, calls, err := s.check(ctx, all, now, cur.ReadAt)
 	rep.StripeCalls = calls
 	if err != nil {
 		return rep, err
@@ -449,7 +449,11 @@ func (s *Sweeper) systemic(checks []payrecon.Check) error {
 // every row not seen there is retrieved by id, concurrently up to
 // Config.Concurrency. A configuration error cancels the other calls and is
 // returned; so is the caller's context error.
-func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now time.Time) ([]payrecon.Check, []payrecon.Orphan, int, error) {
+//
+// readAt is the database's time of the batch's read, before any request:
+// every answer read now carries it (Check.ReadAt); a listed intent served
+// from the list cache carries the read time of the batch that listed it.
+func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, readAt time.Time) ([]payrecon.Check, []payrecon.Orphan, int, error) {
 	checks := make([]payrecon.Check, len(rows))
 	var need, listable []int
 	for i, row := range rows {
@@ -476,7 +480,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 	if s.cfg.Mode != ModeRetrieve && len(listable) > 1 {
 		var err error
 		var n int
-		listed, orphans, n, err = s.listFor(ctx, rows, listable, now)
+		listed, orphans, n, err = s.listFor(ctx, rows, listable, now, readAt)
 		calls += n
 		switch {
 		case err == nil:
@@ -497,14 +501,14 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 	g.SetLimit(s.cfg.Concurrency)
 	for _, i := range need {
 		if in, ok := listed[rows[i].IntentID]; ok && in.Status != "" {
-			checks[i].Observed = in.Status
+			checks[i].Observed, checks[i].ReadAt = in.Status, in.ReadAt
 			checks[i].Decision = payrecon.Classify(rows[i].Status, in.Status)
 			s.judgeMoney(&checks[i], in)
 			continue
 		}
 		calls++
 		g.Go(func() error {
-			return s.checkOne(gctx, &checks[i], now)
+			return s.checkOne(gctx, &checks[i], now, readAt)
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -558,7 +562,8 @@ func IntentIsOurs(in payrecon.Intent, want map[string]string) bool {
 	return true
 }
 
-func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time) error {
+func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now, readAt time.Time) error {
+	c.ReadAt = readAt
 	if s.cfg.Limiter != nil {
 		if err := s.cfg.Limiter.Wait(ctx); err != nil {
 			return err
@@ -604,7 +609,7 @@ func (s *Sweeper) judgeMoney(c *payrecon.Check, in payrecon.Intent) {
 	} else {
 		mc.Amount, mc.Currency = false, false
 	}
-	c.Judged = mc.Evaluated(in)
+	c.Judged = mc.Evaluated(money, in)
 	if len(c.Judged) == 0 {
 		return
 	}
@@ -657,6 +662,10 @@ func (s *Sweeper) runBatchGracefully(ctx context.Context, rechecksOnly bool) (Ba
 func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (BatchReport, []payrecon.Check, error) {
 	rep := BatchReport{Counts: map[payrecon.Verdict]int{}, Rechecked: len(rows)}
 	now := s.cfg.Clock.Now()
+	readAt, err := s.store.DatabaseNow(ctx)
+	if err != nil {
+		return rep, nil, err
+	}
 	checks := make([]payrecon.Check, len(rows))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.cfg.Concurrency)
@@ -666,7 +675,7 @@ func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (Batc
 			checks[i].Decision = payrecon.InvalidLocalRow()
 			continue
 		}
-		g.Go(func() error { return s.checkOne(gctx, &checks[i], now) })
+		g.Go(func() error { return s.checkOne(gctx, &checks[i], now, readAt) })
 	}
 	if err := g.Wait(); err != nil {
 		return rep, nil, err

@@ -87,7 +87,7 @@ func (c *eventsCmd) Run(a *app) error {
 		"since", c.Since, "rps", c.RPS, "events_interval", c.Interval)
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
 	// The webhook's processor: the same dedupe, writer and findings.
-	writer, err := a.notifyingWriter(pool, nc)
+	writer, err := a.notifyingWriter(a.ctx, pool, nc)
 	if err != nil {
 		return err
 	}

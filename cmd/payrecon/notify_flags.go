@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -38,13 +39,15 @@ func (f notifyFlags) describe() []any {
 
 // notifyingWriter returns a writer whose transitions insert their
 // notification jobs (through an insert-only relay) when notifications are
-// configured, and a plain writer otherwise.
-func (a *app) notifyingWriter(pool *pgxpool.Pool, nc relay.NotifyConfig) (*postgres.Writer, error) {
+// configured: by nc here (recorded in the database for every process), or
+// by another process earlier.
+func (a *app) notifyingWriter(ctx context.Context, pool *pgxpool.Pool, nc relay.NotifyConfig) (*postgres.Writer, error) {
 	w := postgres.NewWriter(nil)
-	if nc.URL == "" {
-		return w, nil
+	rl, err := relay.New(pool, w, relay.Config{InsertOnly: true, Notify: nc, Logger: a.logger.With("component", "relay")})
+	if err != nil {
+		return nil, fmt.Errorf("notifications: %w", err)
 	}
-	if _, err := relay.New(pool, w, relay.Config{InsertOnly: true, Notify: nc, Logger: a.logger.With("component", "relay")}); err != nil {
+	if err := rl.RecordNotifications(ctx); err != nil {
 		return nil, fmt.Errorf("notifications: %w", err)
 	}
 	return w, nil
