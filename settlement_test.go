@@ -1,7 +1,9 @@
 package payrecon_test
 
 import (
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,5 +198,24 @@ func TestPayoutEventID(t *testing.T) {
 	ev = payrecon.Event{Type: payrecon.EventPayoutFailed, Object: payrecon.EventObject{ID: "ch_1", Object: "charge"}}
 	if ev.PayoutID() != "" {
 		t.Errorf("a payout event whose object is no payout: %q", ev.PayoutID())
+	}
+}
+
+// The README carries the generated settlement table.
+func TestReadmeSettlementTableIsCurrent(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatalf("read README: %v", err)
+	}
+	readme := string(b)
+	i := strings.Index(readme, payrecon.BeginSettlementTableMarker)
+	j := strings.Index(readme, payrecon.EndSettlementTableMarker)
+	if i < 0 || j < i {
+		t.Fatalf("README lacks the settlement table markers")
+	}
+	got := strings.TrimSpace(readme[i+len(payrecon.BeginSettlementTableMarker) : j])
+	if want := strings.TrimSpace(payrecon.FormatSettlementTable()); got != want {
+		t.Errorf("README's settlement table differs from `payrecon classify --table`; regenerate it.\nwant:\n%s\ngot:\n%s", want, got)
 	}
 }
