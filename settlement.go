@@ -371,7 +371,8 @@ type Settled struct {
 	Currency string `json:"currency"`
 	// Converted is true when a line was converted from another currency.
 	Converted bool `json:"converted,omitempty"`
-	// PayoutID and ArrivalDate name the payout of its first charge line.
+	// PayoutID and ArrivalDate name a payout of its charge lines (the
+	// least id, when there are several).
 	PayoutID    string    `json:"payout_id,omitempty"`
 	ArrivalDate time.Time `json:"arrival_date"`
 }
@@ -566,6 +567,12 @@ type SettlementResult struct {
 	Matched int `json:"matched_lines"`
 }
 
+// PayoutLines is a payout with all its lines.
+type PayoutLines struct {
+	Payout Payout
+	Lines  []PayoutLine
+}
+
 // SettlementStore is the storage the payouts check needs. The postgres
 // package implements it.
 type SettlementStore interface {
@@ -573,11 +580,11 @@ type SettlementStore interface {
 	// ids of those whose lines are to be read: automatic, reconciliation
 	// completed, not read in full under their current status.
 	SavePayouts(ctx context.Context, payouts []Payout, now time.Time) ([]string, error)
-	// SavePayoutLines records a payout's lines, read in full, one row per
-	// balance transaction, and marks them read under the payout's status;
-	// it returns how many lines were new.
-	SavePayoutLines(ctx context.Context, p Payout, lines []PayoutLine, now time.Time) (int, error)
-	// SettlementInputs calls fn for every PaymentIntent in scope, in order.
+	// SavePayoutLines records payouts' lines, each payout's read in full,
+	// one row per balance transaction, and marks each payout read under
+	// its status, in one transaction; it returns how many lines were new.
+	SavePayoutLines(ctx context.Context, payouts []PayoutLines, now time.Time) (int, error)
+	// SettlementInputs calls fn for every PaymentIntent in scope.
 	SettlementInputs(ctx context.Context, scope SettlementScope, fn func(SettlementRow) error) error
 	// CommitSettlement opens the findings of the judgments' drifts (once
 	// each) and heals the open ones of judged kinds no longer found, in one

@@ -117,9 +117,8 @@ func (w *payoutsWorker) Timeout(*river.Job[PayoutsArgs]) time.Duration {
 	return w.relay.cfg.Payouts.Timeout
 }
 
-// Work runs one round. Another process's round holding the lease (`payrecon
-// payouts --once`) snoozes it a minute; a key without the permissions
-// cancels it (no retry helps; the log says which one).
+// Work runs one round; a key without the permissions cancels it (no retry
+// helps; the log says which one, and the next periodic round tries again).
 func (w *payoutsWorker) Work(ctx context.Context, job *river.Job[PayoutsArgs]) error {
 	err := w.relay.cfg.Payouts.RoundFunc(ctx)
 	return w.relay.payoutOutcome(job.ID, job.Attempt, "payouts round", err)
@@ -147,15 +146,12 @@ func (w *payoutReadWorker) Work(ctx context.Context, job *river.Job[PayoutReadAr
 	return w.relay.payoutOutcome(job.ID, job.Attempt, "read of payout "+job.Args.PayoutID, err)
 }
 
-// payoutOutcome maps a payouts job's error onto River's: nil, a snooze
-// while the lease is held elsewhere, a cancel for a configuration error,
-// or the error (River retries it).
+// payoutOutcome maps a payouts job's error onto River's: nil, a cancel
+// for a configuration error, or the error (River retries it).
 func (r *Relay) payoutOutcome(jobID int64, attempt int, what string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, payrecon.ErrLeaseHeld):
-		return river.JobSnooze(time.Minute)
 	case errors.Is(err, payrecon.ErrConfig):
 		r.log.Error("relay: "+what+" refused by Stripe; fix the key and the next round reads again", slog.Int64("job_id", jobID),
 			slog.String("error", err.Error()))

@@ -149,8 +149,12 @@ type Report struct {
 	Opened map[payrecon.Kind]int `json:"opened"`
 	Healed map[payrecon.Kind]int `json:"healed"`
 	// Matched counts lines matched to a local row that appeared since.
-	Matched  int           `json:"matched_lines"`
+	Matched int `json:"matched_lines"`
+	// Duration is the whole round's; Writing the time spent recording
+	// lines (while more are read), Judging the judgment's.
 	Duration time.Duration `json:"duration_ns"`
+	Writing  time.Duration `json:"writing_ns"`
+	Judging  time.Duration `json:"judging_ns"`
 }
 
 func (r *Reconciler) newReport(now time.Time) *Report {
@@ -243,54 +247,90 @@ func (r *Reconciler) round(ctx context.Context, rep *Report, reqs *counter, now 
 	return r.judge(ctx, rep, payrecon.SettlementScope{Account: r.cfg.Account, Since: rep.Since, SettleAfter: r.cfg.Checks.SettleAfter, Now: now})
 }
 
-// readAll reads the lines of payouts, Concurrency at a time.
+// writeBatchLines bounds how many lines one transaction writes: the
+// writer takes whatever payouts are read when it is free, up to this.
+const writeBatchLines = 5000
+
+// readAll reads the lines of payouts, Concurrency payouts at a time, and
+// one writer records them: each payout with all its lines, several payouts
+// per transaction when the readers are ahead.
 func (r *Reconciler) readAll(ctx context.Context, rep *Report, reqs *counter, payouts []payrecon.Payout) error {
-	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(r.cfg.Concurrency)
-	for _, p := range payouts {
-		g.Go(func() error {
-			lines, fresh, err := r.readLines(gctx, reqs, p)
+	read := make(chan payrecon.PayoutLines, r.cfg.Concurrency)
+	g.Go(func() error {
+		defer close(read)
+		rg, rctx := errgroup.WithContext(gctx)
+		rg.SetLimit(r.cfg.Concurrency)
+		for _, p := range payouts {
+			rg.Go(func() error {
+				lines, err := r.readLines(rctx, reqs, p)
+				if err != nil {
+					return err
+				}
+				select {
+				case read <- payrecon.PayoutLines{Payout: p, Lines: lines}:
+					return nil
+				case <-rctx.Done():
+					return rctx.Err()
+				}
+			})
+		}
+		return rg.Wait()
+	})
+	g.Go(func() error {
+		var (
+			batch []payrecon.PayoutLines
+			n     int
+		)
+		flush := func() error {
+			if len(batch) == 0 {
+				return nil
+			}
+			start := r.cfg.Clock.Now()
+			fresh, err := r.store.SavePayoutLines(gctx, batch, start)
+			rep.Writing += r.cfg.Clock.Now().Sub(start)
 			if err != nil {
 				return err
 			}
-			mu.Lock()
-			rep.Read++
-			rep.Lines += lines
+			rep.Read += len(batch)
+			rep.Lines += n
 			rep.NewLines += fresh
-			mu.Unlock()
+			batch, n = batch[:0], 0
 			return nil
-		})
-	}
+		}
+		for pl := range read {
+			batch = append(batch, pl)
+			n += len(pl.Lines)
+			if n >= writeBatchLines || len(read) == 0 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return flush()
+	})
 	return g.Wait()
 }
 
-// readLines reads every line of one payout, then records them and marks the
-// payout read, in one statement.
-func (r *Reconciler) readLines(ctx context.Context, reqs *counter, p payrecon.Payout) (int, int, error) {
+// readLines reads every line of one payout.
+func (r *Reconciler) readLines(ctx context.Context, reqs *counter, p payrecon.Payout) ([]payrecon.PayoutLine, error) {
 	var lines []payrecon.PayoutLine
 	q := payrecon.PayoutLineQuery{Account: p.Account, PayoutID: p.ID, Limit: pageSize}
 	for {
 		if err := r.wait(ctx); err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		reqs.add()
 		page, err := r.source.ListPayoutLines(ctx, q)
 		if err = r.answered(err); err != nil {
-			return 0, 0, err
+			return nil, err
 		}
 		lines = append(lines, page.Lines...)
 		if !page.HasMore || len(page.Lines) == 0 {
-			break
+			return lines, nil
 		}
 		q.StartingAfter = page.Lines[len(page.Lines)-1].ID
 	}
-	fresh, err := r.store.SavePayoutLines(ctx, p, lines, r.cfg.Clock.Now())
-	if err != nil {
-		return 0, 0, err
-	}
-	r.cfg.Logger.Debug("payout lines read", "payout_id", p.ID, "lines", len(lines), "new_lines", fresh)
-	return len(lines), fresh, nil
 }
 
 // ReadPayout reads one payout at once (a payout.* event): the payout, its
@@ -346,6 +386,8 @@ func (r *Reconciler) readPayout(ctx context.Context, rep *Report, reqs *counter,
 // finding or an unmatched line are written, after the scope was read (one
 // connection at a time).
 func (r *Reconciler) judge(ctx context.Context, rep *Report, scope payrecon.SettlementScope) error {
+	start := r.cfg.Clock.Now()
+	defer func() { rep.Judging += r.cfg.Clock.Now().Sub(start) }()
 	var todo []payrecon.SettlementJudgment
 	err := r.store.SettlementInputs(ctx, scope, func(row payrecon.SettlementRow) error {
 		rep.Judged++
@@ -411,3 +453,4 @@ func sum(m map[payrecon.Kind]int) int {
 	}
 	return n
 }
+

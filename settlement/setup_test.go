@@ -40,7 +40,7 @@ type testBundle struct {
 
 var start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func setup(t *testing.T, faults stripesim.Faults) *testBundle {
+func setup(t testing.TB, faults stripesim.Faults) *testBundle {
 	t.Helper()
 	b := &testBundle{pool: pgtest.NewDB(t), clock: testkit.NewClock(start)}
 	pgtest.Exec(t, b.pool, "ALTER TABLE payments ADD COLUMN amount bigint, ADD COLUMN currency text")

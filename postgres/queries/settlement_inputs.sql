@@ -1,5 +1,6 @@
--- What the settlement rules look at, one row per PaymentIntent in scope,
--- in PaymentIntent order:
+-- What the settlement rules look at, one row per PaymentIntent in scope
+-- (in no particular order; run with jit off: its compilation costs more
+-- than the query):
 --   scope       the PaymentIntents of the lines of one payout (@payout_id),
 --               or, for a whole round (@payout_id NULL): those of the lines
 --               of every payout of @account created since @since, those
@@ -8,16 +9,18 @@
 --               succeeded, created since the first automatic payout read
 --               (and since @since) and at least @settle_after ago, in no
 --               line (skipped when @settle_after is 0);
---   local       its payments row (the first by id), with the money columns
+--   local       its payments row, with the money columns
 --               when the store reads them (NULL otherwise);
 --   settled     what every line of every payout read says of it: charge
 --               lines and their gross, what was kept (all its lines'
 --               amounts), fees, net, the currency (NULL when several), any
---               conversion, the payout and arrival date of its first charge;
+--               conversion, the payout (the least id) of its charge lines and
+--               that payout's arrival date;
 --   later_payout an automatic payout read in full was created at least
 --               @settle_after after the payment, which is no older than the
 --               first automatic payout read;
---   open_kinds  its open settlement findings' kinds;
+--   open_kinds  its open settlement findings' kinds (every settlement
+--               finding names its PaymentIntent);
 --   unmatched   a line of it has no payment_id although a row exists.
 --   @account, @since, @payout_id (or NULL), @kinds (the settlement kinds),
 --   @paid, @succeeded, @charge (the charge reporting category),
@@ -52,40 +55,40 @@ scope AS (
        AND pay.created_at <= @now::timestamptz - @settle_after::interval
        AND pay.stripe_payment_intent_id IS NOT NULL
        AND NOT EXISTS (SELECT 1 FROM stripe_payout_lines l WHERE l.payment_intent_id = pay.stripe_payment_intent_id)
+),
+agg AS (
+    SELECT l.payment_intent_id                                                      AS intent_id,
+           count(*) FILTER (WHERE l.reporting_category = @charge)                   AS charges,
+           sum(l.amount) FILTER (WHERE l.reporting_category = @charge)              AS gross,
+           sum(l.amount)                                                            AS kept,
+           sum(l.fee)                                                               AS fee,
+           sum(l.net)                                                               AS net,
+           CASE WHEN min(l.currency) = max(l.currency) THEN min(l.currency) END     AS currency,
+           bool_or(l.converted)                                                     AS converted,
+           min(l.payout_id) FILTER (WHERE l.reporting_category = @charge)           AS payout_id,
+           bool_or(l.payment_id IS NULL)                                            AS unmatched
+      FROM scope s
+      JOIN stripe_payout_lines l ON l.payment_intent_id = s.intent_id
+     GROUP BY l.payment_intent_id
+),
+open AS (
+    SELECT f.stripe_payment_intent_id AS intent_id, array_agg(f.kind ORDER BY f.kind) AS kinds
+      FROM reconciliation_findings f
+     WHERE f.resolved_at IS NULL
+       AND f.kind = ANY(@kinds::text[])
+     GROUP BY f.stripe_payment_intent_id
 )
 SELECT s.intent_id,
-       loc.id, loc.order_id, loc.status, loc.amount, loc.currency, loc.created_at, loc.observed_external_status,
+       pay.id, pay.order_id, pay.status, NULL::bigint /*amount:pay*/, NULL::text /*currency:pay*/, pay.created_at,
+       pay.observed_external_status,
        coalesce(agg.charges, 0), coalesce(agg.gross, 0), coalesce(agg.kept, 0), coalesce(agg.fee, 0), coalesce(agg.net, 0),
-       agg.currency, coalesce(agg.converted, false), agg.payout_id, agg.arrival_date,
-       coalesce(loc.created_at >= c.first AND c.last >= loc.created_at + @settle_after::interval, false) AS later_payout,
-       ARRAY(SELECT f.kind FROM reconciliation_findings f
-              WHERE f.resolved_at IS NULL AND f.kind = ANY(@kinds::text[])
-                AND (f.payment_id = loc.id OR (f.payment_id IS NULL AND f.stripe_payment_intent_id = s.intent_id))
-              ORDER BY f.kind) AS open_kinds,
-       coalesce(loc.id IS NOT NULL AND agg.unmatched, false) AS unmatched
+       agg.currency, coalesce(agg.converted, false), agg.payout_id, po.arrival_date,
+       coalesce(pay.created_at >= c.first AND c.last >= pay.created_at + @settle_after::interval, false) AS later_payout,
+       coalesce(o.kinds, '{}') AS open_kinds,
+       coalesce(pay.id IS NOT NULL AND agg.unmatched, false) AS unmatched
   FROM scope s
  CROSS JOIN coverage c
-  LEFT JOIN LATERAL (
-        SELECT pay.id, pay.order_id, pay.status, NULL::bigint /*amount:pay*/ AS amount, NULL::text /*currency:pay*/ AS currency,
-               pay.created_at, pay.observed_external_status
-          FROM payments pay
-         WHERE pay.stripe_payment_intent_id = s.intent_id
-         ORDER BY pay.id
-         LIMIT 1) loc ON true
-  LEFT JOIN LATERAL (
-        SELECT count(*) FILTER (WHERE l.reporting_category = @charge)                   AS charges,
-               sum(l.amount) FILTER (WHERE l.reporting_category = @charge)              AS gross,
-               sum(l.amount)                                                            AS kept,
-               sum(l.fee)                                                               AS fee,
-               sum(l.net)                                                               AS net,
-               CASE WHEN count(DISTINCT l.currency) = 1 THEN min(l.currency) END        AS currency,
-               bool_or(l.converted)                                                     AS converted,
-               (array_agg(l.payout_id ORDER BY l.created, l.balance_transaction_id)
-                    FILTER (WHERE l.reporting_category = @charge))[1]                  AS payout_id,
-               (array_agg(p.arrival_date ORDER BY l.created, l.balance_transaction_id)
-                    FILTER (WHERE l.reporting_category = @charge))[1]                  AS arrival_date,
-               bool_or(l.payment_id IS NULL)                                            AS unmatched
-          FROM stripe_payout_lines l
-          JOIN stripe_payouts p ON p.payout_id = l.payout_id
-         WHERE l.payment_intent_id = s.intent_id) agg ON true
- ORDER BY s.intent_id
+  LEFT JOIN payments pay ON pay.stripe_payment_intent_id = s.intent_id
+  LEFT JOIN agg ON agg.intent_id = s.intent_id
+  LEFT JOIN stripe_payouts po ON po.payout_id = agg.payout_id
+  LEFT JOIN open o ON o.intent_id = s.intent_id
