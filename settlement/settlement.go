@@ -453,4 +453,3 @@ func sum(m map[payrecon.Kind]int) int {
 	}
 	return n
 }
-
