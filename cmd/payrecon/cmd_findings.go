@@ -198,7 +198,12 @@ func printFinding(a *app, d findingDetail) {
 	fmt.Fprintf(tw, "why\t%s\n", term(orDefault(f.Reason, "—")))
 	fmt.Fprintf(tw, "detected\t%s (%s) by %s\n", f.DetectedAt.UTC().Format(time.RFC3339), ago(now, f.DetectedAt), term(orDefault(f.Job, "—")))
 	fmt.Fprintf(tw, "at detection\tlocal %s, Stripe %s\n", term(f.LocalStatus), term(orDefault(f.ExternalStatus, "(no such PaymentIntent)")))
-	if f.Details != nil {
+	if st := f.Details; st != nil && st.Settlement != nil {
+		fmt.Fprintf(tw, "settled\t%s\n", term(describeSettled(*st.Settlement)))
+		if st.LocalAmount != nil || st.LocalCurrency != "" {
+			fmt.Fprintf(tw, "local money\t%s\n", term(describeLocalMoney(*st)))
+		}
+	} else if f.Details != nil {
 		fmt.Fprintf(tw, "Stripe\t%s\n", term(describeStripeMoney(*f.Details)))
 		if f.Details.LocalAmount != nil || f.Details.LocalCurrency != "" {
 			fmt.Fprintf(tw, "local money\t%s\n", term(describeLocalMoney(*f.Details)))

@@ -482,3 +482,16 @@ func (a *app) payoutsAccess(f stripeFlags, interval time.Duration) (time.Duratio
 	a.logger.Warn("Stripe did not answer the payouts access check; the payouts check runs and retries", "error", err)
 	return interval, nil
 }
+
+// describeSettled says what the payouts said on a settlement finding.
+func describeSettled(d postgres.SettlementDetails) string {
+	if d.Charges == 0 {
+		return "in no payout read"
+	}
+	at := ""
+	if d.ArrivalDate != nil {
+		at = ", arriving " + d.ArrivalDate.UTC().Format(time.DateOnly)
+	}
+	return fmt.Sprintf("payout %s%s: gross %s, fee %s, net %s (kept after refunds and disputes %s)", d.PayoutID, at,
+		money(d.Gross, d.Currency), money(d.Fee, d.Currency), money(d.Net, d.Currency), money(d.Kept, d.Currency))
+}

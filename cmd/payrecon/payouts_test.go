@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,6 +53,15 @@ func TestPayoutsCommands(t *testing.T) {
 	// 3 charges, a refund, a fee and its own line, in 2 requests.
 	if rep.Payouts != 2 || rep.Read != 1 || rep.Lines != 6 || rep.Requests != 2 || rep.Opened["settled_not_paid_locally"] != 1 || len(rep.Flagged) != 0 {
 		t.Errorf("report %+v", rep)
+	}
+	// The finding says what was settled.
+	pool0 := pgtestPool(t, b.url)
+	var fid int64
+	if err := pool0.QueryRow(context.Background(), "SELECT id FROM reconciliation_findings WHERE kind = 'settled_not_paid_locally'").Scan(&fid); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, b.env, "findings", "show", fmt.Sprint(fid)); r.code != 0 || !strings.Contains(r.stdout, "payout po_cli") || !strings.Contains(r.stdout, "gross") {
+		t.Errorf("findings show: %d %s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runCLI(t, b.env, "payouts", "--once")
 	if r.code != 0 || !strings.Contains(r.stdout, "already read in full") || !strings.Contains(r.stdout, payrecon.ManualPayoutNote) {
