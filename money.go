@@ -45,8 +45,11 @@ func SideKinds() []Kind {
 	return append(append([]Kind(nil), MoneyKinds...), sideExtra...)
 }
 
-// sideExtra are side kinds that are not money kinds.
-var sideExtra = append([]Kind{KindStuckInFlight}, SettlementKinds...)
+// sideExtra are side kinds that are not money kinds: stuck_in_flight,
+// account_mismatch (opened by an event, never judged by the sweep, so
+// closed only by a person) and the settlement kinds (judged by the payouts
+// check, never by the sweep).
+var sideExtra = append([]Kind{KindStuckInFlight, KindAccountMismatch}, SettlementKinds...)
 
 // IsMoney reports whether k is one of the money kinds.
 func (k Kind) IsMoney() bool {

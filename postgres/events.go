@@ -37,9 +37,14 @@ type Events struct {
 	Ignore map[payrecon.Kind]bool
 	// PayoutFunc, when set, is called in the event's transaction for a
 	// payout event (payrecon.PayoutEventTypes) to queue a read of its
-	// payout (relay.Relay.EnqueuePayoutRead); without it payout events are
+	// payout (relay.Relay.EnqueuePayoutRead); without it, and for a
+	// connected account's payouts (not read yet), payout events are
 	// recorded and ignored.
 	PayoutFunc PayoutFunc
+	// Accounts, when found, makes every event be checked against the
+	// account its payment's row records (Connect): one from another
+	// account is never applied and opens account_mismatch.
+	Accounts AccountColumn
 }
 
 // PayoutFunc queues the read of a payout that an event named, inside the
@@ -107,10 +112,15 @@ func (e *Events) ProcessEvent(ctx context.Context, ev payrecon.Event) (payrecon.
 
 // apply acts on a claimed event inside its transaction.
 func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now time.Time, res *payrecon.EventResult) error {
+	if mismatch, err := e.checkEventAccount(ctx, tx, ev, now, res); mismatch || err != nil {
+		return err
+	}
 	cmd, ok := payrecon.CommandForEvent(ev.Type)
 	if id := ev.PayoutID(); !ok && id != "" {
 		res.Outcome = payrecon.OutcomeIgnored
-		if e.PayoutFunc != nil {
+		// Only the platform's own payouts are read for now: a connected
+		// account's payout event is recorded, not acted on.
+		if e.PayoutFunc != nil && ev.Account == "" {
 			if err := e.PayoutFunc(ctx, tx, "", id, ev.ID); err != nil {
 				return fmt.Errorf("queue the read of payout %s (event %s): %w", id, ev.ID, err)
 			}

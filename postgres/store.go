@@ -30,6 +30,10 @@ type Store struct {
 	// (reads, by name) return with each row (WithMoneyColumns).
 	money *MoneyColumns
 	reads map[string]string
+	// accounts, when set, makes the store read only the rows of account
+	// (ForAccount).
+	accounts *AccountColumn
+	account  string
 }
 
 var _ payrecon.SweepStore = (*Store)(nil)
@@ -65,7 +69,7 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 	b.Queue(queries.Get("ensure_cursor"), pgx.StrictNamedArgs{"job": job, "now": now})
 	var rows, rechecks []payrecon.PaymentRow
 	found := false
-	read, args := s.read("read_batch"), pgx.StrictNamedArgs{"job": job, "limit": limit}
+	read, args := s.read("read_batch"), s.scoped(pgx.StrictNamedArgs{"job": job, "limit": limit})
 	if s.window > 0 {
 		read, args["since"] = s.read("read_recent_batch"), now.Add(-s.window)
 	}
@@ -101,7 +105,7 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 		return rs.Err()
 	})
 	if recheckLimit > 0 {
-		b.Queue(s.read("read_rechecks"), pgx.StrictNamedArgs{"job": job, "now": now, "limit": recheckLimit}).Query(func(rs pgx.Rows) error {
+		b.Queue(s.read("read_rechecks"), s.scoped(pgx.StrictNamedArgs{"job": job, "now": now, "limit": recheckLimit})).Query(func(rs pgx.Rows) error {
 			for rs.Next() {
 				r := payrecon.PaymentRow{FromRecheck: true}
 				var (
@@ -164,14 +168,14 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			}
 		}
 		b := &pgx.Batch{}
-		b.Queue(queries.Get("commit_checks"), pgx.StrictNamedArgs{
+		b.Queue(s.read("commit_checks"), s.scoped(pgx.StrictNamedArgs{
 			"checks": checks, "job": c.Job, "now": c.Now, "grace": c.Grace,
 			"not_found": string(payrecon.NotFound), "changed": payrecon.RecheckChanged,
 			"healed": string(payrecon.ResolvedHealed), "superseded": string(payrecon.ResolvedSuperseded),
 			"side_kinds": kindStrings(payrecon.SideKinds()), "needs_review": string(payrecon.NeedsReview),
 			"stuck_kind": string(payrecon.KindStuckInFlight), "stuck_statuses": stuckStatuses, "stuck_limits": stuckLimits,
 			"inflight_statuses": inflight,
-		}).QueryRow(func(row pgx.Row) error {
+		})).QueryRow(func(row pgx.Row) error {
 			var opened, resolved []string
 			if err := row.Scan(&res.Verified, &res.Stale, &opened, &resolved, &res.Commands); err != nil {
 				return err
@@ -341,7 +345,7 @@ func (s *Store) Wrap(ctx context.Context, job string, from, fence int64, now tim
 // entries.
 func (s *Store) CountCreatedBetween(ctx context.Context, lo, hi time.Time, limit int64) (int64, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, queries.Get("count_created_between"), pgx.StrictNamedArgs{"lo": lo, "hi": hi, "limit": limit}).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, s.read("count_created_between"), s.scoped(pgx.StrictNamedArgs{"lo": lo, "hi": hi, "limit": limit})).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count payments created between %s and %s: %w", lo.Format(time.RFC3339), hi.Format(time.RFC3339), err)
 	}
 	return n, nil

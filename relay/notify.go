@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/redact"
 )
 
 // NotifyKind is the River job kind of a transition's notification to the
@@ -64,7 +65,9 @@ type NotifyConfig struct {
 	RetryMax time.Duration
 	// Client sends the requests; default an http.Client without its own
 	// timeout (each attempt has Timeout) that keeps a connection per worker
-	// open to the receiver (the standard transport keeps only two).
+	// open to the receiver (the standard transport keeps only two). Whatever
+	// the client, redirects are never followed: a 3xx answer is a failed
+	// attempt (see NotifyConfig.withDefaults).
 	Client *http.Client
 }
 
@@ -88,6 +91,13 @@ func (c NotifyConfig) withDefaults() NotifyConfig {
 		t.MaxIdleConnsPerHost = c.Workers
 		c.Client = &http.Client{Transport: t}
 	}
+	// A copy that never follows a redirect: following one turns a 301/302/303
+	// into a bodiless GET (whose 200 would acknowledge a notification the
+	// application never read) and sends a 307/308's signed body, with a
+	// Referer, to whatever host the Location names.
+	cl := *c.Client
+	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.Client = &cl
 	return c
 }
 
@@ -102,7 +112,7 @@ func (c NotifyConfig) Validate() error {
 	c = c.withDefaults()
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("notify URL %q is not an http(s) URL", c.URL)
+		return fmt.Errorf("notify URL %s is not an http(s) URL", redact.URL(c.URL))
 	}
 	if c.Secret == "" {
 		return ErrNotifySecret
@@ -277,10 +287,25 @@ func (r *Relay) post(ctx context.Context, n payrecon.Notification) error {
 	req.Header.Set(payrecon.SignatureHeader, payrecon.SignNotification(body, c.Secret, r.cfg.Clock.Now()))
 	resp, err := c.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("notify transition %d: %w", n.ID, err)
+		// net/http's *url.Error quotes the whole URL, query token included:
+		// this error is logged and stored by River, so it names the URL
+		// redacted instead.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("notify transition %d: POST %s: %w", n.ID, redact.URL(c.URL), err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		to := "no Location"
+		if loc, err := resp.Location(); err == nil {
+			to = redact.URL(loc.String())
+		}
+		return fmt.Errorf("notify transition %d: the application answered %s, a redirect to %s: not followed (only a 2xx acknowledges a notification; set --notify-url to the final URL)",
+			n.ID, resp.Status, to)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("notify transition %d: the application answered %s", n.ID, resp.Status)
 	}

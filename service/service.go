@@ -50,6 +50,13 @@ type Config struct {
 	// health only (default 127.0.0.1:8080; port 0 picks a free one, see
 	// Addr).
 	HTTPAddr string
+	// HTTPMaxConns caps the connections the public listener holds at once
+	// (default HTTPMaxConnsDefault). At the cap a new connection closes the
+	// oldest one that serves no request (silent since it connected, or idle
+	// between requests); only when all are serving does it wait. A flood
+	// of idle connections costs at most this many file descriptors and
+	// does not keep a webhook out.
+	HTTPMaxConns int
 	// AdminAddr is where the admin HTTP server listens: the console, River's
 	// dashboard, metrics and health (default AdminAddrDefault; port 0 picks
 	// a free one, see AdminAddr). Without ConsolePassword it must be a
@@ -61,6 +68,10 @@ type Config struct {
 	// Console tunes the console; its Password, Read, Actions, Logger, Clock
 	// and StripeHealthFunc are set by the service.
 	Console console.Config
+	// MetricsPublic serves the admin listener's /metrics without a login
+	// although ConsolePassword is set (--metrics-public); by default it then
+	// needs the password (HTTP basic auth) or a console session.
+	MetricsPublic bool
 	// Sweep configures the continuous sweep; its Money checks (and
 	// Money.Ignore, which the webhook's findings obey too) come from the
 	// caller.
@@ -115,6 +126,11 @@ type Config struct {
 	Timeouts Timeouts
 }
 
+// HTTPMaxConnsDefault is the public listener's default connection cap:
+// far more than Stripe's deliveries need (a few at a time), far fewer than
+// the process's file descriptors.
+const HTTPMaxConnsDefault = 1000
+
 // Timeouts bound what a client may hold of an HTTP listener: a slow header
 // (ReadHeader), a slow body (Read covers header and body), a slow reader
 // of the answer (Write: PublicWrite and AdminWrite), and an idle keep-alive
@@ -167,6 +183,8 @@ type Service struct {
 	console  *console.Console
 	sampler  *console.Sampler
 
+	conns *prometheus.GaugeVec
+
 	stopping   atomic.Bool
 	migrations atomic.Int64 // unix nanos of the last successful migrations check
 	addr       atomic.Value
@@ -178,10 +196,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = "127.0.0.1:8080"
 	}
+	if cfg.HTTPMaxConns <= 0 {
+		cfg.HTTPMaxConns = HTTPMaxConnsDefault
+	}
 	if cfg.AdminAddr == "" {
 		cfg.AdminAddr = AdminAddrDefault
 	}
-	if err := CheckAdminExposure(cfg.AdminAddr, cfg.ConsolePassword != ""); err != nil {
+	if err := CheckAdminExposure(cfg.AdminAddr, cfg.ConsolePassword); err != nil {
 		return nil, err
 	}
 	if cfg.ShutdownTimeout <= 0 {
@@ -195,6 +216,14 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry()}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_http_connections",
+		Help: "Connections the listener holds open now (public: at most payrecon_http_max_connections)."}, []string{"listener"})
+	maxConns := prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_http_max_connections",
+		Help: "The public listener's connection cap (--http-max-conns).", ConstLabels: prometheus.Labels{"listener": "public"}})
+	maxConns.Set(float64(cfg.HTTPMaxConns))
+	s.registry.MustRegister(s.conns, maxConns)
+	s.conns.WithLabelValues("public")
+	s.conns.WithLabelValues("admin")
 
 	s.limiter = sweep.NewLimiter(cfg.RPS)
 	gw := cfg.Gateway
@@ -302,7 +331,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		Clock:       cfg.Clock,
 		Events:      events,
 		Webhook:     httpapi.WebhookConfig{Secrets: cfg.WebhookSecrets},
-		Metrics:     promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}),
+		Metrics:     s.console.ProtectMetrics(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}), cfg.MetricsPublic),
 		Ready:       http.HandlerFunc(s.handleReady),
 		Queue:       s.console.Protect(ui),
 		QueuePrefix: relay.UIPrefix,
@@ -389,12 +418,17 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.addr.Store(ln.Addr().String())
 	s.adminAddr.Store(adminLn.Addr().String())
+	// Anyone who reaches the webhook reaches the public listener: a cap on
+	// its connections bounds the file descriptors a flood takes, and idle
+	// ones make room for new ones (capListener). The admin one is counted.
+	pub := newCapListener(ln, s.cfg.HTTPMaxConns, s.conns.WithLabelValues("public"))
+	adm := newCapListener(adminLn, 0, s.conns.WithLabelValues("admin"))
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	to := s.cfg.Timeouts.withDefaults()
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
-		WriteTimeout: to.PublicWrite, IdleTimeout: to.Idle, ErrorLog: errorLog}
+		WriteTimeout: to.PublicWrite, IdleTimeout: to.Idle, ErrorLog: errorLog, ConnState: pub.connState}
 	adminSrv := &http.Server{Handler: s.admin, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
-		WriteTimeout: to.AdminWrite, IdleTimeout: to.Idle, ErrorLog: errorLog}
+		WriteTimeout: to.AdminWrite, IdleTimeout: to.Idle, ErrorLog: errorLog, ConnState: adm.connState}
 
 	g, gctx := errgroup.WithContext(ctx)
 	if err := s.relay.Start(gctx); err != nil {
@@ -416,8 +450,8 @@ func (s *Service) Run(ctx context.Context) error {
 			return nil
 		}
 	}
-	g.Go(serve(srv, ln, "http server"))
-	g.Go(serve(adminSrv, adminLn, "admin http server"))
+	g.Go(serve(srv, pub, "http server"))
+	g.Go(serve(adminSrv, adm, "admin http server"))
 	g.Go(func() error {
 		_ = s.sampler.Run(gctx) // returns when gctx ends; a failed sample is logged
 		return nil

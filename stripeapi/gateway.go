@@ -19,6 +19,9 @@ type Gateway struct {
 	cfg     Config
 	sc      *stripe.Client
 	metrics *metrics
+	// account, when set, is the connected account every request is made
+	// on behalf of (ForAccount).
+	account string
 }
 
 var (
@@ -49,6 +52,26 @@ func New(cfg Config) (*Gateway, error) {
 	})
 	return &Gateway{cfg: cfg, sc: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends)), metrics: newMetrics(cfg.Registerer)}, nil
 }
+
+// ForAccount returns a gateway on the same client whose every request
+// carries Stripe-Account: account (a connected account's direct charges and
+// events are visible only so); "" is the platform's own. The header is set
+// by the transport on every request the gateway makes, whatever the
+// endpoint, so no call can forget it; a request of one account's gateway
+// never carries another's. onRateLimited, when set, replaces
+// Config.RateLimitedFunc: a 429 slows that account's budget only.
+func (g *Gateway) ForAccount(account string, onRateLimited func(retryAfter time.Duration)) *Gateway {
+	c := *g
+	c.account = account
+	if onRateLimited != nil {
+		c.cfg.RateLimitedFunc = onRateLimited
+	}
+	return &c
+}
+
+// Account returns the connected account the gateway reads as ("" for the
+// platform).
+func (g *Gateway) Account() string { return g.account }
 
 // RetrieveIntent reads one PaymentIntent with its latest charge expanded
 // (GET /v1/payment_intents/{id}?expand[]=latest_charge), in one request.
@@ -225,7 +248,7 @@ func (g *Gateway) retry(ctx context.Context, op string, call func(context.Contex
 // attempt makes one request under the per-attempt timeout and describes its
 // failure, or returns nil.
 func (g *Gateway) attempt(ctx context.Context, call func(context.Context) error) *failure {
-	ans := &answer{}
+	ans := &answer{account: g.account}
 	actx, cancel := context.WithTimeout(context.WithValue(ctx, answerKey{}, ans), g.cfg.Timeout)
 	defer cancel()
 	err := call(actx)
@@ -257,9 +280,11 @@ type answerKey struct{}
 
 // answer is the last HTTP answer of an attempt, recorded by the transport:
 // stripe-go drops the status and headers of answers whose body is not JSON.
+// account is what the transport sets as the request's Stripe-Account.
 type answer struct {
-	status int
-	header http.Header
+	status  int
+	header  http.Header
+	account string
 }
 
 // recordingTransport records each answer into the *answer of the request's
@@ -268,10 +293,17 @@ type recordingTransport struct {
 	base http.RoundTripper
 }
 
-// RoundTrip implements http.RoundTripper.
+// RoundTrip implements http.RoundTripper. A request of an account's
+// gateway gets its Stripe-Account header here (and only its own: the header
+// is replaced, never added to).
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	a, ok := req.Context().Value(answerKey{}).(*answer)
+	if ok && a.account != "" {
+		req = req.Clone(req.Context())
+		req.Header.Set("Stripe-Account", a.account)
+	}
 	resp, err := t.base.RoundTrip(req)
-	if a, ok := req.Context().Value(answerKey{}).(*answer); ok && resp != nil {
+	if ok && resp != nil {
 		a.status, a.header = resp.StatusCode, resp.Header
 	}
 	return resp, err

@@ -76,6 +76,7 @@ type eventRec struct {
 	id        string
 	typ       string
 	created   int64
+	account   string // the connected account the event happened on; "" for the platform
 	intentID  string
 	status    payrecon.StripeStatus
 	object    json.RawMessage // data.object: the intent, charge or dispute when the event happened
@@ -120,7 +121,7 @@ func (s *Server) recordEvent(typ string, r *record, object any, previous map[str
 	l := s.events
 	l.seq++
 	e := &eventRec{
-		seq: l.seq, id: s.newID("evt_"), typ: typ, created: now.Unix(),
+		seq: l.seq, id: s.newID("evt_"), typ: typ, created: now.Unix(), account: r.account,
 		intentID: r.id, status: r.status, object: s.encodeObject(object, r.id),
 	}
 	if previous != nil {
@@ -187,6 +188,7 @@ func (s *Server) EventPayload(id string) ([]byte, error) {
 type eventJSON struct {
 	ID              string           `json:"id"`
 	Object          string           `json:"object"`
+	Account         string           `json:"account,omitempty"`
 	APIVersion      string           `json:"api_version"`
 	Created         int64            `json:"created"`
 	Data            eventDataJSON    `json:"data"`
@@ -214,6 +216,7 @@ func (e *eventRec) json() eventJSON {
 	return eventJSON{
 		ID:              e.id,
 		Object:          "event",
+		Account:         e.account,
 		APIVersion:      stripe.APIVersion,
 		Created:         e.created,
 		Data:            eventDataJSON{Object: e.object, PreviousAttributes: e.previous},
@@ -227,6 +230,7 @@ type eventFilter struct {
 	typ             string // exact, or "prefix.*"
 	types           []string
 	deliverySuccess *bool
+	account         string // the Stripe-Account header: only that account's events
 }
 
 func parseEventFilter(q map[string][]string) (eventFilter, *apiError) {
@@ -263,7 +267,7 @@ func isEventFilterKey(key string) bool {
 }
 
 func (f eventFilter) match(e *eventRec, lo, hi int64) bool {
-	if e.hidden || e.created < lo || e.created > hi {
+	if e.hidden || e.account != f.account || e.created < lo || e.created > hi {
 		return false
 	}
 	if f.deliverySuccess != nil && *f.deliverySuccess != e.delivered {
@@ -287,6 +291,7 @@ func (s *Server) handleListEvents(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		var f eventFilter
 		if f, e = parseEventFilter(q); e == nil {
+			f.account = r.Header.Get("Stripe-Account")
 			s.listEvents(w, p, f)
 			return
 		}
@@ -303,7 +308,7 @@ func (s *Server) listEvents(w http.ResponseWriter, p listParams, f eventFilter) 
 	from, to, step := len(list)-1, -1, -1
 	if id, param := p.cursor(); id != "" {
 		c, ok := s.events.byID[id]
-		if !ok {
+		if !ok || c.account != f.account {
 			s.mu.RUnlock()
 			s.writeError(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "resource_missing",
 				Param: param, Message: fmt.Sprintf("No such event: '%s'", id)})

@@ -293,7 +293,7 @@ func (c *findingsResolveCmd) Run(a *app) error {
 	if c.JSON {
 		return a.printJSON(f)
 	}
-	fmt.Fprintf(a.stdout, "finding %d (%s) resolved by %s: %s\n", f.ID, f.Kind, f.ResolvedBy, f.ResolutionNote)
+	fmt.Fprintf(a.stdout, "finding %d (%s) resolved by %s: %s\n", f.ID, f.Kind, term(f.ResolvedBy), term(f.ResolutionNote))
 	return nil
 }
 

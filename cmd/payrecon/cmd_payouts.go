@@ -73,7 +73,7 @@ func (c *payoutsCheckCmd) Run(a *app) error {
 	}
 	defer closePool(pool)
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
-		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", redact.APIBase(c.StripeAPIBase, "https://api.stripe.com"),
+		"stripe_secret_key", redact.Secret(c.StripeSecretKey), "stripe_api_base", apiBaseShown(c.StripeAPIBase),
 		"since", postgres.FormatRetention(time.Duration(c.Since)), "settle_after", postgres.FormatRetention(time.Duration(c.SettleAfter)),
 		"rps", c.RPS, "payouts_interval", c.Interval, "ignore_kinds", ignoredList(ignore))
 	cols, err := a.moneyColumns(pool, c.moneyColumnFlags)

@@ -34,7 +34,7 @@ func (f notifyFlags) describe() []any {
 	if f.NotifyURL == "" {
 		return []any{"notify_url", "(off)"}
 	}
-	return []any{"notify_url", redact.URL(f.NotifyURL), "notify_secret", redactSecret(f.NotifySecret)}
+	return []any{"notify_url", redact.URL(f.NotifyURL), "notify_secret", redact.Secret(f.NotifySecret)}
 }
 
 // notifyingWriter returns a writer whose transitions insert their

@@ -51,6 +51,8 @@
 --                external status)
 --   @healed, @superseded   resolutions
 --   @changed     the recheck reason of a row that changed during its check
+--   @account     (an account's store only) the batch's account: a row moved
+--                to another account while it was checked is not verified
 WITH input AS (
     SELECT *
       FROM json_to_recordset(@checks::json) AS t(
@@ -71,6 +73,7 @@ verified AS (
        AND p.status = i.local_status
        AND p.updated_at IS NOT DISTINCT FROM i.updated_at
        AND coalesce(p.stripe_payment_intent_id, '') = i.intent_id
+       AND true /*account:p*/
        AND (p.last_reconciled_at IS NULL OR p.last_reconciled_at <= i.read_at)
     RETURNING p.id
 ),
