@@ -22,9 +22,12 @@ const SettlementJob = "payouts"
 // payrecon.SettlementStore.
 type Payouts struct {
 	pool *pgxpool.Pool
-	// inputs is settlement_inputs.sql with the money columns the store
-	// reads (WithMoneyColumns).
-	inputs string
+	// money and accounts are the local columns the store reads
+	// (WithMoneyColumns, WithAccountColumn); inputs is
+	// settlement_inputs.sql with them.
+	money    MoneyColumns
+	accounts AccountColumn
+	inputs   string
 }
 
 var _ payrecon.SettlementStore = (*Payouts)(nil)
@@ -32,7 +35,9 @@ var _ payrecon.SettlementStore = (*Payouts)(nil)
 // NewPayouts returns the settlement store on pool; it reads no local money
 // columns (see WithMoneyColumns).
 func NewPayouts(pool *pgxpool.Pool) *Payouts {
-	return &Payouts{pool: pool, inputs: queries.Get("settlement_inputs")}
+	p := &Payouts{pool: pool}
+	p.rebuild()
+	return p
 }
 
 // WithMoneyColumns returns a store on the same pool that reads the local
@@ -40,8 +45,24 @@ func NewPayouts(pool *pgxpool.Pool) *Payouts {
 // settled gross is compared with the order's amount.
 func (p *Payouts) WithMoneyColumns(m MoneyColumns) *Payouts {
 	r := *p
-	r.inputs = moneySQL(queries.Get("settlement_inputs"), m)
+	r.money = m
+	r.rebuild()
 	return &r
+}
+
+// WithAccountColumn returns a store on the same pool that, when payments
+// has the connected-account column (DetectAccountColumn), looks for
+// unsettled payments only among the rows of the account whose payouts
+// are judged: another account's charges are paid out in its own payouts.
+func (p *Payouts) WithAccountColumn(a AccountColumn) *Payouts {
+	r := *p
+	r.accounts = a
+	r.rebuild()
+	return &r
+}
+
+func (p *Payouts) rebuild() {
+	p.inputs = accountSQL(moneySQL(queries.Get("settlement_inputs"), p.money), p.accounts)
 }
 
 // payoutRow is one element of payouts_save.sql's @payouts.

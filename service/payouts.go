@@ -28,6 +28,9 @@ type PayoutsConfig struct {
 	// Source, when set, is what payouts are read from instead of the
 	// Stripe gateway.
 	Source payrecon.PayoutSource
+	// Accounts is the connected-account column of payments
+	// (postgres.DetectAccountColumn); zero: one account.
+	Accounts postgres.AccountColumn
 }
 
 // newPayouts builds the payouts check on the service's limiter, clock and
@@ -46,7 +49,7 @@ func (s *Service) newPayouts(pool *pgxpool.Pool, gw payrecon.Gateway) (*settleme
 		}
 		src = ps
 	}
-	store := postgres.NewPayouts(pool)
+	store := postgres.NewPayouts(pool).WithAccountColumn(pc.Accounts)
 	cols := s.cfg.MoneyColumns
 	if cols.Amount || cols.Currency {
 		store = store.WithMoneyColumns(cols)

@@ -358,3 +358,28 @@ func TestRequestsPerLine(t *testing.T) {
 		t.Errorf("%d lines in %d requests (simulator counted %d), want 300 in 4", rep.Lines, rep.Requests, b.sim.Stats().Total())
 	}
 }
+
+// With the connected-account column, a connected account's paid payment is
+// never paid_not_settled by the platform's payouts: its charges are paid
+// out in its own account's payouts.
+func TestPaidNotSettledOnlyForTheAccountsRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t, stripesim.Faults{})
+	ctx := context.Background()
+	pgtest.Exec(t, b.pool, "ALTER TABLE payments ADD COLUMN stripe_account_id text")
+	acct, err := postgres.DetectAccountColumn(ctx, b.pool, postgres.AccountColumnDefault)
+	if err != nil || !acct.Found {
+		t.Fatalf("%+v %v", acct, err)
+	}
+	b.store = b.store.WithAccountColumn(acct)
+	b.payout(t, stripesim.PayoutSpec{ID: "po_first", Created: b.clock.Now().Add(-30 * day), Fees: []int64{1}})
+	old := b.clock.Now().Add(-20 * day)
+	b.add(t, payment{intent: "pi_platform", status: payrecon.StatusPaid, amount: 100, observed: payrecon.IntentSucceeded, created: old},
+		payment{intent: "pi_connected", status: payrecon.StatusPaid, amount: 100, observed: payrecon.IntentSucceeded, created: old})
+	pgtest.Exec(t, b.pool, "UPDATE payments SET stripe_account_id = 'acct_other' WHERE stripe_payment_intent_id = 'pi_connected'")
+	b.payout(t, stripesim.PayoutSpec{ID: "po_later", Fees: []int64{1}})
+	round(t, b.reconciler(nil))
+	if got := keys(b.open(t)); !slices.Equal(got, []string{"paid_not_settled pi_platform"}) {
+		t.Errorf("open %v", got)
+	}
+}

@@ -80,7 +80,11 @@ func (c *payoutsCheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	store := postgres.NewPayouts(pool)
+	accounts, err := postgres.DetectAccountColumn(a.ctx, pool, postgres.AccountColumnDefault)
+	if err != nil {
+		return err
+	}
+	store := postgres.NewPayouts(pool).WithAccountColumn(accounts)
 	if cols.Amount || cols.Currency {
 		store = store.WithMoneyColumns(cols)
 	}

@@ -152,6 +152,10 @@ func (c *runCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
+	accounts, err := postgres.DetectAccountColumn(a.ctx, pool, postgres.AccountColumnDefault)
+	if err != nil {
+		return err
+	}
 	svc, err := service.New(pool, service.Config{
 		HTTPAddr:        c.HTTPAddr,
 		HTTPMaxConns:    c.HTTPMaxConns,
@@ -172,7 +176,7 @@ func (c *runCmd) Run(a *app) error {
 		},
 		WebhookSecrets: splitList(c.WebhookSecret),
 		Relay:          rc,
-		Payouts:        service.PayoutsConfig{Interval: payouts, SettleAfter: time.Duration(c.SettleAfter)},
+		Payouts:        service.PayoutsConfig{Interval: payouts, SettleAfter: time.Duration(c.SettleAfter), Accounts: accounts},
 		Logger:         a.logger,
 	})
 	if err != nil {

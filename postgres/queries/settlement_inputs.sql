@@ -5,7 +5,8 @@
 --               or, for a whole round (@payout_id NULL): those of the lines
 --               of every payout of @account created since @since, those
 --               with an open settlement finding (to heal them), and the
---               paid_not_settled candidates: paid locally, verified
+--               paid_not_settled candidates (of @account's rows, when
+--               payments has the account column): paid locally, verified
 --               succeeded, created since the first automatic payout read
 --               (and since @since) and at least @settle_after ago, in no
 --               line (skipped when @settle_after is 0);
@@ -54,6 +55,7 @@ scope AS (
        AND pay.created_at >= greatest(@since::timestamptz, c.first)
        AND pay.created_at <= @now::timestamptz - @settle_after::interval
        AND pay.stripe_payment_intent_id IS NOT NULL
+       AND true /*account:pay*/
        AND NOT EXISTS (SELECT 1 FROM stripe_payout_lines l WHERE l.payment_intent_id = pay.stripe_payment_intent_id)
 ),
 agg AS (
