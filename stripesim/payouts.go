@@ -511,35 +511,19 @@ func (s *Server) handleListPayouts(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.RUnlock()
 	ps := s.payouts
 	list := ps.order
-	from, to, step := 0, len(list), 1
+	at := -1
 	if id, param := p.cursor(); id != "" {
 		c, ok := ps.byID[id]
 		if !ok {
 			s.writeError(w, http.StatusBadRequest, noSuchPayout(id, param))
 			return
 		}
-		i, _ := slices.BinarySearchFunc(list, c, cmpPayout)
-		if p.startingAfter != "" {
-			from = i + 1
-		} else {
-			from, to, step = i-1, -1, -1
-		}
+		at, _ = slices.BinarySearchFunc(list, c, cmpPayout)
 	}
 	var page []*payoutRec
-	for i := from; i != to; i += step {
-		x := list[i]
-		if x.created < p.lo || x.created > p.hi || (status != "" && string(x.status) != status) {
-			continue
-		}
-		if len(page) == p.limit {
-			out.HasMore = true
-			break
-		}
-		page = append(page, x)
-	}
-	if step < 0 {
-		slices.Reverse(page)
-	}
+	page, out.HasMore = pageOf(list, p, at, func(x *payoutRec) bool {
+		return x.created >= p.lo && x.created <= p.hi && (status == "" || string(x.status) == status)
+	})
 	for _, x := range page {
 		out.Data = append(out.Data, x.json())
 	}
@@ -607,41 +591,53 @@ func (s *Server) handleListBalanceTransactions(w http.ResponseWriter, r *http.Re
 			all = append(all, po.lines...)
 		}
 	}
-	from, to, step := 0, len(all), 1
+	at := -1
 	if id, param := p.cursor(); id != "" {
 		c, ok := ps.lines[id]
-		i := slices.Index(all, c)
-		if !ok || i < 0 {
+		if at = slices.Index(all, c); !ok || at < 0 {
 			s.writeError(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "resource_missing", Param: param,
 				Message: fmt.Sprintf("No such balance transaction: '%s'", id)})
 			return
 		}
-		if p.startingAfter != "" {
-			from = i + 1
-		} else {
-			from, to, step = i-1, -1, -1
-		}
 	}
 	typ := q.Get("type")
 	var page []*btRec
-	for i := from; i != to; i += step {
-		l := all[i]
-		if l.created < p.lo || l.created > p.hi || (typ != "" && l.typ != typ) {
-			continue
-		}
-		if len(page) == p.limit {
-			out.HasMore = true
-			break
-		}
-		page = append(page, l)
-	}
-	if step < 0 {
-		slices.Reverse(page)
-	}
+	page, out.HasMore = pageOf(all, p, at, func(l *btRec) bool {
+		return l.created >= p.lo && l.created <= p.hi && (typ == "" || l.typ == typ)
+	})
 	for _, l := range page {
 		out.Data = append(out.Data, l.json(expand))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// pageOf is one page of list (newest first) for the list parameters: up
+// to p.limit items that keep, after the cursor's position at (-1: none),
+// walking on for starting_after and back for ending_before (the page
+// still newest first); more says another page follows that way.
+func pageOf[T any](list []T, p listParams, at int, keep func(T) bool) (page []T, more bool) {
+	from, to, step := 0, len(list), 1
+	if at >= 0 {
+		if p.startingAfter != "" {
+			from = at + 1
+		} else {
+			from, to, step = at-1, -1, -1
+		}
+	}
+	for i := from; i != to; i += step {
+		if !keep(list[i]) {
+			continue
+		}
+		if len(page) == p.limit {
+			more = true
+			break
+		}
+		page = append(page, list[i])
+	}
+	if step < 0 {
+		slices.Reverse(page)
+	}
+	return page, more
 }
 
 func noSuchPayout(id, param string) apiError {

@@ -193,6 +193,16 @@ func TestPayoutsListAndEvents(t *testing.T) {
 	if want := []string{"po_manual", "po_4", "po_3", "po_2", "po_1", "po_0"}; !slices.Equal(ids, want) {
 		t.Errorf("listed %v, want %v", ids, want)
 	}
+	var before struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+		HasMore bool `json:"has_more"`
+	}
+	if err := json.Unmarshal(b.get(t, "/v1/payouts?ending_before=po_1&limit=2").body, &before); err != nil ||
+		len(before.Data) != 2 || before.Data[0].ID != "po_3" || before.Data[1].ID != "po_2" || !before.HasMore {
+		t.Errorf("ending_before po_1: %+v %v", before, err)
+	}
 	r := b.get(t, fmt.Sprintf("/v1/payouts?created[gte]=%d&created[lt]=%d", base.Add(2*time.Hour).Unix(), base.Add(4*time.Hour).Unix()))
 	if n := len(r.object(t)["data"].([]any)); n != 2 {
 		t.Errorf("created window: %d payouts, want 2", n)

@@ -73,30 +73,9 @@ func BenchmarkPayoutsProcess(b *testing.B) {
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		start := time.Now()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		peak := 0
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-	wait:
-		for {
-			select {
-			case err := <-done:
-				if err != nil {
-					b.Fatalf("payouts --once: %v\n%s", err, stderr.String())
-				}
-				break wait
-			case <-time.After(50 * time.Millisecond):
-				if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)); err == nil {
-					for _, line := range strings.Split(string(st), "\n") {
-						var kb int
-						if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil && kb > peak {
-							peak = kb
-						}
-					}
-				}
-			}
+		peak, err := runSampled(cmd)
+		if err != nil {
+			b.Fatalf("payouts --once: %v\n%s", err, stderr.String())
 		}
 		took := time.Since(start)
 		var rep struct {
@@ -121,5 +100,31 @@ func BenchmarkPayoutsProcess(b *testing.B) {
 		b.StartTimer()
 		runOnce(b, "first")
 		runOnce(b, "again")
+	}
+}
+
+// runSampled starts cmd, waits for it, and returns its peak resident set
+// in kB (VmHWM, sampled from /proc every 50 ms while it runs).
+func runSampled(cmd *exec.Cmd) (int, error) {
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	peak := 0
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	for {
+		select {
+		case err := <-done:
+			return peak, err
+		case <-time.After(50 * time.Millisecond):
+			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)); err == nil {
+				for _, line := range strings.Split(string(st), "\n") {
+					var kb int
+					if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil && kb > peak {
+						peak = kb
+					}
+				}
+			}
+		}
 	}
 }
