@@ -80,8 +80,8 @@ func (a AccountColumn) accountExpr(alias string) string {
 
 // accountMarker is the placeholder of the account filter in the read
 // queries: `true /*account:pay*/` keeps every row until accountSQL makes it
-// `coalesce(pay."stripe_account_id"::text, '') = @account::text`; and
-// `''::text /*account_of:pay*/` (a row's account) reads as "" until it is the
+// `coalesce(pay."stripe_account_id"::text, ”) = @account::text`; and
+// `”::text /*account_of:pay*/` (a row's account) reads as "" until it is the
 // expression itself.
 var accountMarker = regexp.MustCompile(`(true|''::text) /\*(account|account_of):([a-z]+)\*/`)
 
@@ -102,7 +102,7 @@ func accountSQL(q string, a AccountColumn) string {
 
 // storeReads are the queries a store rewrites for its money and account
 // columns.
-var storeReads = []string{"read_batch", "read_recent_batch", "read_rechecks", "sweep_row", "count_created_between", "commit_checks"}
+var storeReads = []string{"read_batch", "read_recent_batch", "read_rechecks", "sweep_row", "count_created_between", "commit_checks", "rows_ahead"}
 
 // ForAccount returns a store on the same pool (with the same EnqueueFunc and
 // money columns) whose batches read, count and verify only the rows of one

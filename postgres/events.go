@@ -37,7 +37,7 @@ type Events struct {
 	Ignore map[payrecon.Kind]bool
 	// PayoutFunc, when set, is called in the event's transaction for a
 	// payout event (payrecon.PayoutEventTypes) to queue a read of its
-	// payout (relay.Relay.EnqueuePayoutRead); without it, and for a
+	// payout (settlement.EnqueueRead); without it, and for a
 	// connected account's payouts (not read yet), payout events are
 	// recorded and ignored.
 	PayoutFunc PayoutFunc

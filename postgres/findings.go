@@ -75,6 +75,10 @@ type FindingFilter struct {
 	// DetectedBefore and DetectedAfter bound detected_at.
 	DetectedBefore, DetectedAfter time.Time
 	PaymentID                     int64
+	// Account, with Accounts found, keeps the findings of one account's
+	// payments ("" the platform's own); nil keeps all.
+	Account  *string
+	Accounts AccountColumn
 	// Limit bounds the rows returned; 0 means 100.
 	Limit int
 }
@@ -135,10 +139,13 @@ func (r *Findings) List(ctx context.Context, flt FindingFilter) ([]Finding, erro
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := r.pool.Query(ctx, queries.Get("findings"), pgx.StrictNamedArgs{
+	if flt.Account != nil && !flt.Accounts.Found {
+		return nil, fmt.Errorf("list the findings of account %q: payments has no account column", *flt.Account)
+	}
+	rows, err := r.pool.Query(ctx, accountSQL(queries.Get("findings"), flt.Accounts), pgx.StrictNamedArgs{
 		"id": nil, "state": state, "kinds": kinds, "verdicts": verdicts,
 		"before": optionalTime(flt.DetectedBefore), "after": optionalTime(flt.DetectedAfter),
-		"payment_id": optionalID(flt.PaymentID), "limit": limit,
+		"payment_id": optionalID(flt.PaymentID), "account": flt.Account, "limit": limit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list findings: %w", err)
@@ -154,7 +161,7 @@ func (r *Findings) List(ctx context.Context, flt FindingFilter) ([]Finding, erro
 func (r *Findings) Get(ctx context.Context, id int64) (Finding, error) {
 	f, err := scanFinding(r.pool.QueryRow(ctx, queries.Get("findings"), pgx.StrictNamedArgs{
 		"id": id, "state": "all", "kinds": []string{}, "verdicts": []string{},
-		"before": nil, "after": nil, "payment_id": nil, "limit": 1,
+		"before": nil, "after": nil, "payment_id": nil, "account": nil, "limit": 1,
 	}))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, fmt.Errorf("finding %d: %w", id, payrecon.ErrNotFound)
@@ -249,7 +256,7 @@ func (s *Store) SweepRow(ctx context.Context, id int64) (payrecon.PaymentRow, er
 		currency *string
 	)
 	err := s.pool.QueryRow(ctx, s.read("sweep_row"), pgx.StrictNamedArgs{"id": id}).
-		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency)
+		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency, &r.Account)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("payment %d: %w", id, payrecon.ErrNotFound)
 	}
@@ -299,7 +306,7 @@ func (r *Findings) IntentEvents(ctx context.Context, intent string, limit int) (
 // cycle has left to do.
 func (s *Store) RowsAhead(ctx context.Context, job string) (int64, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, queries.Get("rows_ahead"), pgx.StrictNamedArgs{"job": job}).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, s.read("rows_ahead"), s.scoped(pgx.StrictNamedArgs{"job": job})).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count rows ahead of the cursor of %q: %w", job, err)
 	}
 	return n, nil

@@ -156,6 +156,9 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 		if err := checkFence(ctx, tx, c.Job, c.Fence); err != nil {
 			return err
 		}
+		if err := checkJobFence(ctx, tx, c.Job); err != nil {
+			return err
+		}
 		if c.Advance {
 			tag, err := tx.Exec(ctx, queries.Get("commit_cursor"), pgx.StrictNamedArgs{
 				"job": c.Job, "from": c.From, "to": c.To, "rows": len(c.Checks), "busy_seconds": c.Busy.Seconds(), "now": c.Now,
@@ -327,6 +330,9 @@ func (s *Store) DatabaseNow(ctx context.Context) (time.Time, error) {
 func (s *Store) Wrap(ctx context.Context, job string, from, fence int64, now time.Time) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := checkFence(ctx, tx, job, fence); err != nil {
+			return err
+		}
+		if err := checkJobFence(ctx, tx, job); err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, queries.Get("wrap_cursor"), pgx.StrictNamedArgs{"job": job, "from": from, "now": now})

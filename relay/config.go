@@ -98,15 +98,16 @@ type Config struct {
 	// PruneBatch bounds the rows one prune batch examines (at most 10,000,
 	// River's limit on one deletion); zero means postgres.PruneBatchDefault.
 	PruneBatch int
+	// Jobs are other River jobs this process works on the same client (a
+	// platform's account sweeps): registered with the workers, their queues
+	// added unless InsertOnly, their periodic jobs scheduled by River's
+	// leader.
+	Jobs ExtraJobs
 	// Notify, with a URL, POSTs every transition the writer makes to the
 	// application: New registers the writer's transition hook that inserts
 	// the notification's job in the transition's transaction and, unless
 	// InsertOnly, workers on NotifyQueue that deliver it.
 	Notify NotifyConfig
-	// Payouts, with its functions set, gives the relay the payouts check's
-	// jobs (PayoutsConfig); unless InsertOnly, workers on PayoutsQueue run
-	// them.
-	Payouts PayoutsConfig
 	// DrainPollInterval is how often Drain checks whether anything is left.
 	// Default DrainPollIntervalDefault.
 	DrainPollInterval time.Duration
@@ -166,9 +167,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Notify.enabled() {
 		c.Notify = c.Notify.withDefaults()
-	}
-	if c.Payouts.enabled() {
-		c.Payouts = c.Payouts.withDefaults()
 	}
 	switch {
 	case c.DrainRetryHorizon == 0:

@@ -110,7 +110,7 @@ func (r *Relay) PruneOnce(ctx context.Context, opts PruneOnceOpts) (postgres.Pru
 
 // payreconKinds are the job kinds payrecon inserts: the only ones PruneOnce
 // deletes (other applications may share River's tables).
-var payreconKinds = []string{Kind, AdoptKind, PruneKind, PayoutsKind, PayoutReadKind}
+var payreconKinds = []string{Kind, AdoptKind, PruneKind}
 
 func (r *Relay) pruneRiverJobs(ctx context.Context, dryRun bool) (postgres.TargetReport, error) {
 	retention := r.cfg.RiverJobRetention

@@ -89,12 +89,9 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 	if err := river.AddWorkerSafely(workers, &notifyWorker{relay: r}); err != nil {
 		return nil, fmt.Errorf("new relay: register notify worker: %w", err)
 	}
-	if cfg.Payouts.enabled() {
-		if err := river.AddWorkerSafely(workers, &payoutsWorker{relay: r}); err != nil {
-			return nil, fmt.Errorf("new relay: register payouts worker: %w", err)
-		}
-		if err := river.AddWorkerSafely(workers, &payoutReadWorker{relay: r}); err != nil {
-			return nil, fmt.Errorf("new relay: register payout read worker: %w", err)
+	if cfg.Jobs.Register != nil {
+		if err := cfg.Jobs.Register(workers); err != nil {
+			return nil, fmt.Errorf("new relay: register workers: %w", err)
 		}
 	}
 	retention := cfg.DeadLetterRetention
@@ -129,12 +126,10 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 		if cfg.PruneInterval > 0 {
 			rc.PeriodicJobs = append(rc.PeriodicJobs, pruneJob(cfg.PruneInterval))
 		}
-		if cfg.Payouts.enabled() {
-			rc.Queues[PayoutsQueue] = river.QueueConfig{MaxWorkers: cfg.Payouts.Workers}
-			if cfg.Payouts.Interval > 0 {
-				rc.PeriodicJobs = append(rc.PeriodicJobs, payoutsJob(cfg.Payouts.Interval))
-			}
+		for q, n := range cfg.Jobs.Queues {
+			rc.Queues[q] = river.QueueConfig{MaxWorkers: n}
 		}
+		rc.PeriodicJobs = append(rc.PeriodicJobs, cfg.Jobs.Periodic...)
 		if conns := int(pool.Config().MaxConns); conns < cfg.Workers+3 {
 			r.log.Warn("relay: the pool has fewer connections than workers need; workers will wait for connections",
 				slog.Int("pool_max_conns", conns), slog.Int("workers", cfg.Workers), slog.Int("want_at_least", cfg.Workers+3))
@@ -153,6 +148,20 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 	writer.OnTransition(r.enqueueNotification)
 	return r, nil
 }
+
+// ExtraJobs are River jobs other than payrecon's repairs, notifications
+// and pruning that a process works on the relay's client.
+type ExtraJobs struct {
+	// Register adds their workers.
+	Register func(*river.Workers) error
+	// Queues are their queues, with each one's MaxWorkers.
+	Queues map[string]int
+	// Periodic are the periodic jobs River's leader inserts.
+	Periodic []*river.PeriodicJob
+}
+
+// Client returns the relay's River client, to insert other jobs with.
+func (r *Relay) Client() *river.Client[pgx.Tx] { return r.client }
 
 // RecordNotifications records in the database that notifications are
 // configured (this relay has a notify URL), so that every process's

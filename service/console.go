@@ -85,10 +85,11 @@ func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*conso
 	cc.Actions = &consoleActions{
 		audit:    postgres.NewConsoleAudit(pool, s.cfg.Clock),
 		findings: postgres.NewFindings(pool, s.cfg.Clock),
-		store:    postgres.NewStore(pool),
+		store:    postgres.NewStore(pool).ForAccount(s.cfg.Accounts, ""),
 		sweeper:  recheck,
 		gateway:  s.gateway,
 		relay:    s.relay,
+		account:  s.accountRecheck,
 	}
 	cc.Logger = s.cfg.Logger.With("component", "console")
 	cc.Clock = s.cfg.Clock
@@ -132,6 +133,9 @@ type consoleActions struct {
 	sweeper  *sweep.Sweeper
 	gateway  payrecon.Gateway
 	relay    *relay.Relay
+	// account, when set, returns the sweeper that rechecks a connected
+	// account's row (its Stripe-Account, its job).
+	account func(account string) *sweep.Sweeper
 }
 
 // Resolve closes the finding and records the action in one statement.
@@ -184,7 +188,11 @@ func (a *consoleActions) recheck(ctx context.Context, f postgres.Finding) (strin
 	if err != nil {
 		return "", err
 	}
-	_, checks, err := a.sweeper.Recheck(ctx, []payrecon.PaymentRow{row})
+	sw := a.sweeper
+	if row.Account != "" && a.account != nil {
+		sw = a.account(row.Account)
+	}
+	_, checks, err := sw.Recheck(ctx, []payrecon.PaymentRow{row})
 	if err != nil {
 		return "", err
 	}

@@ -1,12 +1,11 @@
 package service
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/postgres"
@@ -28,9 +27,6 @@ type PayoutsConfig struct {
 	// Source, when set, is what payouts are read from instead of the
 	// Stripe gateway.
 	Source payrecon.PayoutSource
-	// Accounts is the connected-account column of payments
-	// (postgres.DetectAccountColumn); zero: one account.
-	Accounts postgres.AccountColumn
 }
 
 // newPayouts builds the payouts check on the service's limiter, clock and
@@ -49,7 +45,7 @@ func (s *Service) newPayouts(pool *pgxpool.Pool, gw payrecon.Gateway) (*settleme
 		}
 		src = ps
 	}
-	store := postgres.NewPayouts(pool).WithAccountColumn(pc.Accounts)
+	store := postgres.NewPayouts(pool).WithAccountColumn(s.cfg.Accounts)
 	cols := s.cfg.MoneyColumns
 	if cols.Amount || cols.Currency {
 		store = store.WithMoneyColumns(cols)
@@ -64,27 +60,24 @@ func (s *Service) newPayouts(pool *pgxpool.Pool, gw payrecon.Gateway) (*settleme
 	return rec, nil
 }
 
-// payoutJobs are the relay's jobs of the payouts check: the periodic round
-// and the read of one payout, each logged.
-func (s *Service) payoutJobs(rec *settlement.Reconciler) relay.PayoutsConfig {
-	log := s.cfg.Logger.With("component", "payouts")
-	return relay.PayoutsConfig{
-		Interval: s.cfg.Payouts.Interval,
-		RoundFunc: func(ctx context.Context) error {
-			rep, err := rec.RunOnce(ctx)
-			if err != nil {
-				return fmt.Errorf("payouts round: %w", err)
-			}
-			log.Info("payouts round", "account", rep.Account, "summary", rep.Describe(), "duration", rep.Duration.Round(time.Millisecond))
-			return nil
-		},
-		ReadFunc: func(ctx context.Context, account, id string) error {
-			rep, err := rec.ReadPayout(ctx, account, id)
-			if err != nil {
-				return fmt.Errorf("read payout %s: %w", id, err)
-			}
-			log.Info("payout read", "payout_id", id, "summary", rep.Describe())
-			return nil
-		},
+// combineJobs puts two sets of the relay's extra jobs together (the
+// platform's account sweeps and the payouts check).
+func combineJobs(a, b relay.ExtraJobs) relay.ExtraJobs {
+	out := relay.ExtraJobs{Queues: map[string]int{}, Periodic: append(append([]*river.PeriodicJob(nil), a.Periodic...), b.Periodic...)}
+	for _, j := range []relay.ExtraJobs{a, b} {
+		for q, n := range j.Queues {
+			out.Queues[q] += n
+		}
 	}
+	out.Register = func(w *river.Workers) error {
+		for _, j := range []relay.ExtraJobs{a, b} {
+			if j.Register != nil {
+				if err := j.Register(w); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return out
 }

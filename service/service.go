@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -38,8 +39,10 @@ import (
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/platform"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/settlement"
 	"github.com/payrecon/payrecon/stripeapi"
 	"github.com/payrecon/payrecon/sweep"
 )
@@ -79,6 +82,17 @@ type Config struct {
 	// MoneyColumns are the local money columns the sweep reads
 	// (postgres.DetectMoneyColumns); zero: none.
 	MoneyColumns postgres.MoneyColumns
+	// Accounts is the account column (postgres.DetectAccountColumn).
+	// Found, the service sweeps a platform on Connect: every account its
+	// own job, spread over every replica through River (package
+	// platform), instead of the one leased sweep.
+	Accounts postgres.AccountColumn
+	// PlatformRPS caps the request rate summed over every account and
+	// replica (--platform-rps; 0: platform.PlatformRPSDefault).
+	PlatformRPS float64
+	// AccountGateway, when set, reads as one account instead of the Stripe
+	// gateway's ForAccount (tests).
+	AccountGateway platform.GatewayFunc
 	// Events configures the events catch-up, which runs only when
 	// Events.Interval is positive; its Limiter (the sweep's), Clock, Logger,
 	// LeaseFunc and Registerer are set by the service.
@@ -173,15 +187,20 @@ type Service struct {
 	registry *prometheus.Registry
 	sweeper  *sweep.Sweeper
 	recent   *sweep.Sweeper
-	catcher  *catchup.Catcher
-	relay    *relay.Relay
-	handler  http.Handler
-	gateway  payrecon.Gateway
-	limiter  *sweep.Limiter
-	ui       *riverui.Handler
-	admin    http.Handler
-	console  *console.Console
-	sampler  *console.Sampler
+	platform *platform.Platform
+	fatal    chan error
+	// accountRecheck builds the console's recheck of a connected account's
+	// row (Connect).
+	accountRecheck func(account string) *sweep.Sweeper
+	catcher        *catchup.Catcher
+	relay          *relay.Relay
+	handler        http.Handler
+	gateway        payrecon.Gateway
+	limiter        *sweep.Limiter
+	ui             *riverui.Handler
+	admin          http.Handler
+	console        *console.Console
+	sampler        *console.Sampler
 
 	conns *prometheus.GaugeVec
 
@@ -214,7 +233,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = payrecon.SystemClock{}
 	}
-	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry()}
+	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry(), fatal: make(chan error, 1)}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_http_connections",
 		Help: "Connections the listener holds open now (public: at most payrecon_http_max_connections)."}, []string{"listener"})
@@ -242,7 +261,35 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	s.registry.MustRegister(sweep.LimiterCollector(s.limiter)...)
 
 	writer := postgres.NewWriter(cfg.Clock)
+	store := postgres.NewStore(pool)
+	if cfg.MoneyColumns.Amount || cfg.MoneyColumns.Currency {
+		store = store.WithMoneyColumns(cfg.MoneyColumns)
+	}
+	events := postgres.NewEvents(pool, writer, cfg.Clock)
+	events.Ignore = cfg.Sweep.Money.Ignore
+	events.Accounts = cfg.Accounts
+	payouts, err := s.newPayouts(pool, gw)
+	if err != nil {
+		return nil, err
+	}
+	if payouts != nil {
+		// payout.* events (webhook or catch-up) read their payout at once,
+		// through the relay's River client (built below, before any event).
+		events.PayoutFunc = func(ctx context.Context, tx pgx.Tx, account, payoutID, eventID string) error {
+			return settlement.EnqueueRead(s.relay.Client())(ctx, tx, account, payoutID, eventID)
+		}
+	}
+	caught := events.WithSource(payrecon.SourceEvents)
 	rc := cfg.Relay
+	if cfg.Accounts.Found {
+		p, err := s.newPlatform(pool, store, gw, caught)
+		if err != nil {
+			return nil, err
+		}
+		s.platform = p
+		rc.Jobs = p.Jobs()
+		s.registry.MustRegister(p.Collectors()...)
+	}
 	rc.Logger = cfg.Logger.With("component", "relay")
 	rc.Clock = cfg.Clock
 	rc.Registerer = s.registry
@@ -250,12 +297,8 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		// The pool must have room for them (relay.Config.Workers).
 		rc.Workers = max(2, min(relay.WorkersDefault, int(pool.Config().MaxConns)-6))
 	}
-	payouts, err := s.newPayouts(pool, gw)
-	if err != nil {
-		return nil, err
-	}
 	if payouts != nil {
-		rc.Payouts = s.payoutJobs(payouts)
+		rc.Jobs = combineJobs(rc.Jobs, payouts.Jobs(cfg.Payouts.Interval))
 	}
 	rl, err := relay.New(pool, writer, rc)
 	if err != nil {
@@ -263,17 +306,19 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	}
 	s.relay = rl
 
-	store := postgres.NewStore(pool)
+	// The platform's account stores are copied from store when their
+	// first batch runs, after this.
 	store.EnqueueFunc = rl.EnqueueFunc()
-	if cfg.MoneyColumns.Amount || cfg.MoneyColumns.Currency {
-		store = store.WithMoneyColumns(cfg.MoneyColumns)
-	}
 	sc := cfg.Sweep
 	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
 	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
 		return postgres.AcquireLeaseTimeout(ctx, pool, job, wait, cfg.LeaseTimeout)
 	}
 	s.sweeper = sweep.New(store, gw, sc)
+	if cfg.RecentWindow > 0 && cfg.Accounts.Found {
+		cfg.Logger.Warn("--recent is not available on a platform's accounts (--account-column): off")
+		cfg.RecentWindow = 0
+	}
 	if cfg.RecentWindow > 0 {
 		rc := sc
 		rc.Job = s.sweeper.Config().Job + payrecon.RecentJobSuffix
@@ -297,17 +342,22 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	// `findings recheck` does) on the same store, gateway and rate budget.
 	rcfg := cfg.Sweep
 	rcfg.Limiter, rcfg.Clock, rcfg.Logger = s.limiter, cfg.Clock, cfg.Logger.With("component", "console")
-	recheck := sweep.New(store, gw, rcfg)
+	recheck := sweep.New(store.ForAccount(cfg.Accounts, ""), gw, rcfg)
+	if sg, ok := gw.(*stripeapi.Gateway); ok && cfg.Accounts.Found {
+		s.accountRecheck = func(account string) *sweep.Sweeper {
+			ac := rcfg
+			base := rcfg.Job
+			if base == "" {
+				base = sweep.DefaultJob
+			}
+			ac.Job = payrecon.AccountJob(base, account)
+			return sweep.New(store.ForAccount(cfg.Accounts, account), sg.ForAccount(account, nil), ac)
+		}
+	}
 	if s.console, s.sampler, err = s.newConsole(pool, recheck); err != nil {
 		return nil, err
 	}
 
-	events := postgres.NewEvents(pool, writer, cfg.Clock)
-	events.Ignore = cfg.Sweep.Money.Ignore
-	if payouts != nil {
-		// payout.* events (webhook or catch-up) read their payout at once.
-		events.PayoutFunc = rl.EnqueuePayoutRead
-	}
 	if cfg.Events.Interval > 0 {
 		src := cfg.EventSource
 		if src == nil {
@@ -320,9 +370,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		ec := cfg.Events
 		ec.Limiter, ec.Clock, ec.Logger, ec.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "events"), s.registry
 		ec.LeaseFunc = sc.LeaseFunc
-		// The catch-up's road into the writer: its transitions are recorded
-		// with source "events".
-		caught := events.WithSource(payrecon.SourceEvents)
+		// The catch-up's road into the writer (caught): its transitions are
+		// recorded with source "events". Under Connect it is the
+		// platform's own account's; each connected account's is a chain of
+		// the platform's.
 		s.catcher = catchup.New(src, caught, postgres.NewEventCursors(pool), ec)
 	}
 
@@ -456,14 +507,26 @@ func (s *Service) Run(ctx context.Context) error {
 		_ = s.sampler.Run(gctx) // returns when gctx ends; a failed sample is logged
 		return nil
 	})
-	g.Go(func() error {
-		// The sweep returns after its batch in progress commits (or is
-		// discarded whole), nil when gctx ended.
-		if err := s.sweeper.Run(gctx, s.cfg.SweepProgress); err != nil {
-			return fmt.Errorf("sweep: %w", err)
-		}
-		return nil
-	})
+	if s.platform != nil {
+		g.Go(func() error { return s.platform.Run(gctx) })
+		g.Go(func() error {
+			select {
+			case err := <-s.fatal:
+				return err
+			case <-gctx.Done():
+				return nil
+			}
+		})
+	} else {
+		g.Go(func() error {
+			// The sweep returns after its batch in progress commits (or is
+			// discarded whole), nil when gctx ended.
+			if err := s.sweeper.Run(gctx, s.cfg.SweepProgress); err != nil {
+				return fmt.Errorf("sweep: %w", err)
+			}
+			return nil
+		})
+	}
 	if s.recent != nil {
 		g.Go(func() error {
 			if err := s.recent.Run(gctx, nil); err != nil {

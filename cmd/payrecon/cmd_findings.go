@@ -27,8 +27,10 @@ type findingsListCmd struct {
 	OlderThan time.Duration `name:"older-than" help:"Only findings detected longer ago than this (e.g. 24h)."`
 	NewerThan time.Duration `name:"newer-than" help:"Only findings detected within this (e.g. 1h)."`
 	Payment   int64         `help:"Only findings of this payment id."`
-	Limit     int           `default:"100" help:"At most this many, newest first."`
-	JSON      bool          `help:"Print JSON."`
+	Account   string        `placeholder:"acct_…" help:"Connect: only findings of this account's payments (\"platform\" for the platform's own)."`
+	accountColumnFlag
+	Limit int  `default:"100" help:"At most this many, newest first."`
+	JSON  bool `help:"Print JSON."`
 }
 
 func (c *findingsListCmd) Run(a *app) error {
@@ -66,6 +68,19 @@ func (c *findingsListCmd) Run(a *app) error {
 		return err
 	}
 	defer closePool(pool)
+	if c.Account != "" {
+		acct, err := accountArg(c.Account)
+		if err != nil {
+			return err
+		}
+		if flt.Accounts, err = a.accountColumn(pool, c.accountColumnFlag); err != nil {
+			return err
+		}
+		if !flt.Accounts.Found {
+			return usageError{fmt.Errorf("--account %s: payments has no account column (%s)", c.Account, flt.Accounts.Problem)}
+		}
+		flt.Account = &acct
+	}
 	fs, err := postgres.NewFindings(pool, nil).List(a.ctx, flt)
 	if err != nil {
 		return err
@@ -357,11 +372,18 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 		fmt.Fprintf(a.stdout, "finding %d (%s): Stripe says %s; still no local row, the finding stays open\n", f.ID, f.Kind, status)
 		return nil
 	}
-	row, err := store.SweepRow(a.ctx, paymentID)
+	// Connect: the row is read, and rechecked, as its own account (its
+	// Stripe-Account, its job), never as the platform.
+	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
 	if err != nil {
 		return err
 	}
-	s := sweep.New(store, gw, cfg)
+	row, err := store.ForAccount(accounts, "").SweepRow(a.ctx, paymentID)
+	if err != nil {
+		return err
+	}
+	cfg.Job = payrecon.AccountJob(cfg.Job, row.Account)
+	s := sweep.New(store.ForAccount(accounts, row.Account), gw.ForAccount(row.Account, nil), cfg)
 	_, checks, err := s.Recheck(a.ctx, []payrecon.PaymentRow{row})
 	if err != nil {
 		return err

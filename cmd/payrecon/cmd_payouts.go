@@ -40,6 +40,7 @@ type payoutsCheckCmd struct {
 	JSON     bool          `help:"Print the summary as JSON."`
 	settleAfterFlag
 	moneyColumnFlags
+	accountColumnFlag
 	ignoreFlags
 	leaseTimeoutFlag
 }
@@ -80,7 +81,7 @@ func (c *payoutsCheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	accounts, err := postgres.DetectAccountColumn(a.ctx, pool, postgres.AccountColumnDefault)
+	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
 	if err != nil {
 		return err
 	}

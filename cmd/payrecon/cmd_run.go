@@ -129,7 +129,7 @@ func (c *runCmd) Run(a *app) error {
 		"retain_river_jobs", postgres.FormatRetention(time.Duration(c.RetainRiverJobs)),
 		"retain_console_samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples)),
 		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)),
-		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn,
+		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn, "account_column", c.AccountColumn, "platform_rps", c.PlatformRPS,
 		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"),
 		"stuck_after", cfg.StuckAfter.String(), "payouts_interval", c.PayoutsInterval,
 		"settle_after", postgres.FormatRetention(time.Duration(c.SettleAfter)))
@@ -144,15 +144,19 @@ func (c *runCmd) Run(a *app) error {
 		return err
 	}
 	cfg.Money = cols.Checks(cfg.Money.Ignore)
+	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
+	if err != nil {
+		return err
+	}
+	platformRPS := c.PlatformRPS
+	if platformRPS == 0 {
+		platformRPS = -1 // no cap (a zero Config field would mean the default)
+	}
 	recent := c.Recent
 	if c.RecentInterval == 0 {
 		recent = 0
 	}
 	payouts, err := a.payoutsAccess(c.stripeFlags, c.PayoutsInterval)
-	if err != nil {
-		return err
-	}
-	accounts, err := postgres.DetectAccountColumn(a.ctx, pool, postgres.AccountColumnDefault)
 	if err != nil {
 		return err
 	}
@@ -164,6 +168,8 @@ func (c *runCmd) Run(a *app) error {
 		MetricsPublic:   c.MetricsPublic,
 		Sweep:           cfg,
 		MoneyColumns:    cols,
+		Accounts:        accounts,
+		PlatformRPS:     platformRPS,
 		Events:          catchup.Config{Interval: c.EventsInterval},
 		RecentWindow:    recent,
 		RecentInterval:  c.RecentInterval,
@@ -176,7 +182,7 @@ func (c *runCmd) Run(a *app) error {
 		},
 		WebhookSecrets: splitList(c.WebhookSecret),
 		Relay:          rc,
-		Payouts:        service.PayoutsConfig{Interval: payouts, SettleAfter: time.Duration(c.SettleAfter), Accounts: accounts},
+		Payouts:        service.PayoutsConfig{Interval: payouts, SettleAfter: time.Duration(c.SettleAfter)},
 		Logger:         a.logger,
 	})
 	if err != nil {

@@ -28,7 +28,8 @@ type sweepFlags struct {
 	MaxOutage   time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
 	// LeaseTimeout is shared with the events catch-up (leaseTimeoutFlag).
 	leaseTimeoutFlag
-	StuckAfter string `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
+	StuckAfter  string  `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
+	PlatformRPS float64 `name:"platform-rps" env:"PAYRECON_PLATFORM_RPS" default:"50" help:"Connect (--account-column): Stripe requests per second summed over every account and every replica; --rps is then each account's budget. 0: no cap."`
 	moneyFlags
 }
 
@@ -56,6 +57,9 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	}
 	if err := f.leaseTimeoutFlag.check(); err != nil {
 		return cfg, err
+	}
+	if f.PlatformRPS < 0 {
+		return cfg, usageError{fmt.Errorf("--platform-rps must not be negative, got %g (0 means no cap)", f.PlatformRPS)}
 	}
 	if f.Batch <= 0 {
 		return cfg, usageError{fmt.Errorf("--batch must be positive, got %d", f.Batch)}
@@ -111,7 +115,8 @@ func (a *app) withMoney(pool *pgxpool.Pool, store *postgres.Store, cfg sweep.Con
 type scanCmd struct {
 	stripeFlags
 	sweepFlags
-	Once bool `help:"Sweep from the job's cursor until it wraps (on a fresh job: every row once), recheck rows Stripe could not answer for, and exit."`
+	Once    bool   `help:"Sweep from the job's cursor until it wraps (on a fresh job: every row once), recheck rows Stripe could not answer for, and exit. Connect (--account-column): every account's job, each until it wraps."`
+	Account string `placeholder:"acct_…" help:"Connect: sweep only this account's job (\"platform\" for the platform's own rows)."`
 	Wait bool `help:"When another process holds the job's lease, wait for it instead of exiting with status 3."`
 	JSON bool `help:"Print the summary as JSON."`
 }
@@ -148,7 +153,20 @@ func (c *scanCmd) Run(a *app) error {
 	if store, cfg, _, err = a.withMoney(pool, store, cfg, c.moneyFlags); err != nil {
 		return err
 	}
+	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
+	if err != nil {
+		return err
+	}
+	if c.Account != "" && !accounts.Found {
+		return usageError{fmt.Errorf("--account %s: payments has no account column (%s)", c.Account, accounts.Problem)}
+	}
 	cfg.Limiter, cfg.Logger, cfg.LeaseFunc = limiter, a.logger.With("component", "sweep"), leaseFunc(pool, c.LeaseTimeout)
+	if accounts.Found {
+		if !c.Once {
+			return usageError{errors.New("a platform's accounts (--account-column) are swept continuously by `payrecon run`, spread over its replicas; scan sweeps them with --once")}
+		}
+		return c.runAccounts(a, pool, store, gw, cfg, accounts)
+	}
 	s := sweep.New(store, gw, cfg)
 
 	if !c.Once {

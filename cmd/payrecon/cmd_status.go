@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -12,8 +13,10 @@ import (
 )
 
 type statusCmd struct {
-	Estimate bool `help:"Use PostgreSQL's row estimate instead of count(*) (instant on very large tables)."`
-	JSON     bool `help:"Print JSON."`
+	Estimate bool   `help:"Use PostgreSQL's row estimate instead of count(*) (instant on very large tables)."`
+	JSON     bool   `help:"Print JSON."`
+	Job      string `default:"payments-vs-stripe" help:"Connect: the sweep job whose accounts are summarised (their jobs are <job>/<acct_…>)."`
+	Account  string `placeholder:"acct_…" help:"Connect: show this account's sweep job and events cursor too (\"platform\" for the platform's own rows)."`
 	moneyFlags
 }
 
@@ -35,10 +38,43 @@ func (c *statusCmd) Run(a *app) error {
 		return err
 	}
 	defer closePool(pool)
-	mon := postgres.NewMonitor(pool)
-	st, err := mon.Status(a.ctx, time.Now(), !c.Estimate, relay.Kind)
+	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
 	if err != nil {
 		return err
+	}
+	mon := postgres.NewMonitor(pool)
+	var only string
+	if c.Account != "" {
+		acct, err := accountArg(c.Account)
+		if err != nil {
+			return err
+		}
+		if !accounts.Found {
+			return usageError{fmt.Errorf("--account %s: payments has no account column (%s)", c.Account, accounts.Problem)}
+		}
+		only = payrecon.AccountJob(c.Job, acct)
+		mon = mon.WithJob(only)
+	}
+	now := time.Now()
+	st, err := mon.Status(a.ctx, now, !c.Estimate, relay.Kind)
+	if err != nil {
+		return err
+	}
+	var as *postgres.AccountsStatus
+	if accounts.Found {
+		s, err := mon.AccountsStatus(a.ctx, now, c.Job)
+		if err != nil {
+			return err
+		}
+		as = &s
+		// The platform's lag is its worst account's.
+		st.Lag, st.LagKnown = s.Lag, s.Accounts > 0
+	}
+	if only != "" {
+		st.Jobs = slices.DeleteFunc(st.Jobs, func(j postgres.JobStatus) bool { return j.Job != only })
+		if len(st.Jobs) == 0 {
+			return fmt.Errorf("no sweep job %s yet: the account has not been swept (payrecon scan --once --account %s, or run)", only, c.Account)
+		}
 	}
 	q, err := mon.Queue(a.ctx, relay.NotifyKind)
 	if err != nil {
@@ -59,11 +95,30 @@ func (c *statusCmd) Run(a *app) error {
 		return a.printJSON(struct {
 			postgres.Status
 			moneyStatus
-		}{st, ms})
+			Accounts *postgres.AccountsStatus `json:"accounts,omitempty"`
+		}{st, ms, as})
 	}
 	printStatus(a.stdout, st)
+	if as != nil {
+		printAccounts(a.stdout, now, *as)
+	}
 	printMoneyStatus(a.stdout, ms, ignore)
 	return nil
+}
+
+// printAccounts is status's summary of a platform's account sweeps.
+func printAccounts(w io.Writer, now time.Time, as postgres.AccountsStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\naccounts\t%d swept as their own jobs, %d completed a cycle, %d behind (no cycle completed within %s)\n",
+		as.Accounts, as.Completed, as.Behind, payrecon.FormatDuration(as.BehindAfter))
+	for _, l := range as.Worst {
+		name := l.Account
+		if name == "" {
+			name = "platform"
+		}
+		fmt.Fprintf(tw, "  %s\tlag %s, last cycle %s\n", name, payrecon.FormatDuration(l.Lag), ago(now, l.LastCycleCompletedAt))
+	}
+	_ = tw.Flush()
 }
 
 func printMoneyStatus(w io.Writer, ms moneyStatus, ignore map[payrecon.Kind]bool) {
