@@ -88,3 +88,28 @@ func IsAccountJob(job string) bool { return strings.Contains(job, "/"+payrecon.A
 func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
+
+// Volume is one account's rows and its rows created recently.
+type Volume struct {
+	Account string `json:"account"`
+	Rows    int64  `json:"rows"`
+	// Recent counts the rows created since the time asked for.
+	Recent int64 `json:"recent"`
+}
+
+// AccountVolumes counts each account's rows, and those created since
+// since (one scan of payments); without the account column, one Volume for
+// every row.
+func AccountVolumes(ctx context.Context, db interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, col AccountColumn, since time.Time) ([]Volume, error) {
+	rows, err := db.Query(ctx, accountSQL(queries.Get("account_volumes"), col), pgx.StrictNamedArgs{"since": since})
+	if err != nil {
+		return nil, fmt.Errorf("count the accounts' rows: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Volume])
+	if err != nil {
+		return nil, fmt.Errorf("count the accounts' rows: %w", err)
+	}
+	return out, nil
+}

@@ -101,7 +101,24 @@ func TestScanOnceSweepsEveryAccount(t *testing.T) {
 	if len(st.Jobs) != 1 || st.Jobs[0].Job != "payments-vs-stripe/acct_A" {
 		t.Fatalf("status --account acct_A jobs = %+v", st.Jobs)
 	}
-	if r := runCLI(t, b.env, "status"); r.code != 0 || !strings.Contains(r.stdout, "accounts") || !strings.Contains(r.stdout, "3 swept as their own jobs") {
+	var al struct {
+		Allocation struct {
+			Accounts []struct {
+				Account    string `json:"account"`
+				Allocation int64  `json:"allocation"`
+			} `json:"accounts"`
+			Platform *struct {
+				Rows       int64 `json:"rows"`
+				Allocation int64 `json:"allocation"`
+			} `json:"platform"`
+		} `json:"read_allocation"`
+	}
+	mustJSON(t, runCLI(t, b.env, "status", "--json"), &al)
+	if al.Allocation.Platform == nil || al.Allocation.Platform.Rows != 14 || al.Allocation.Platform.Allocation != 10000 || len(al.Allocation.Accounts) != 3 {
+		t.Fatalf("read allocation %+v", al.Allocation)
+	}
+	if r := runCLI(t, b.env, "status"); r.code != 0 || !strings.Contains(r.stdout, "accounts") || !strings.Contains(r.stdout, "3 swept as their own jobs") ||
+		!strings.Contains(r.stdout, "read allocation") {
 		t.Fatalf("status text:\n%s%s", r.stdout, r.stderr)
 	}
 	// findings list --account: only that account's payments' findings.
