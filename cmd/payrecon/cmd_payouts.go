@@ -175,13 +175,6 @@ func printPayoutsRound(a *app, rep settlement.Report, flagged []payrecon.PayoutS
 	}
 }
 
-func accountLabel(account string) string {
-	if account == "" {
-		return "the platform"
-	}
-	return account
-}
-
 func problemList(ps []payrecon.PayoutProblem) string {
 	s := make([]string, len(ps))
 	for i, p := range ps {
