@@ -121,8 +121,8 @@ type scanCmd struct {
 	sweepFlags
 	Once    bool   `help:"Sweep from the job's cursor until it wraps (on a fresh job: every row once), recheck rows Stripe could not answer for, and exit. Connect (--account-column): every account's job, each until it wraps."`
 	Account string `placeholder:"acct_…" help:"Connect: sweep only this account's job (\"platform\" for the platform's own rows)."`
-	Wait bool `help:"When another process holds the job's lease, wait for it instead of exiting with status 3."`
-	JSON bool `help:"Print the summary as JSON."`
+	Wait    bool   `help:"When another process holds the job's lease, wait for it instead of exiting with status 3."`
+	JSON    bool   `help:"Print the summary as JSON."`
 }
 
 func leaseFunc(pool *pgxpool.Pool, timeout time.Duration) sweep.LeaseFunc {
