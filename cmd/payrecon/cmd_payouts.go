@@ -446,11 +446,6 @@ func dirOf(path string) string {
 	return "."
 }
 
-// payoutsConns is what the payouts check adds to run's connection budget:
-// its River queue's one worker reads or writes on one connection at a
-// time.
-const payoutsConns = 1
-
 // payoutsAccess checks, before `run` starts, that the key may read payouts
 // and balance transactions, and returns the payouts interval to use: the
 // one asked for, or 0 (off) when the key lacks Payouts: Read or Balance:

@@ -88,11 +88,7 @@ func (c *runCmd) Run(a *app) error {
 	if a.cli.DBMaxConns < runConnMin {
 		return usageError{fmt.Errorf("--db-max-conns %d is too few for run: it needs at least %d (%d besides the repair workers)", a.cli.DBMaxConns, runConnMin, runConnReserve)}
 	}
-	reserve := runConnReserve
-	if c.PayoutsInterval > 0 {
-		reserve += payoutsConns
-	}
-	if w, lowered := workersWithin(c.Workers, a.cli.DBMaxConns, reserve); lowered {
+	if w, lowered := workersWithin(c.Workers, a.cli.DBMaxConns, runConnReserve); lowered {
 		a.logger.Warn("fewer repair workers than --workers: the connection budget holds no more", "workers", c.Workers, "db_max_conns", a.cli.DBMaxConns, "effective_workers", w)
 		c.Workers = w
 	}
