@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"text/tabwriter"
 	"time"
 
@@ -114,6 +116,10 @@ type scanCmd struct {
 	Once bool `help:"Sweep from the job's cursor until it wraps (on a fresh job: every row once), recheck rows Stripe could not answer for, and exit."`
 	Wait bool `help:"When another process holds the job's lease, wait for it instead of exiting with status 3."`
 	JSON bool `help:"Print the summary as JSON."`
+	// CPUProfile names where a Go CPU profile of the whole command is
+	// written (go tool pprof reads it), to find what a sweep spends its CPU
+	// on without rebuilding the binary.
+	CPUProfile string `name:"cpu-profile" placeholder:"FILE" type:"path" help:"Write a CPU profile of this scan to FILE (for go tool pprof); the file is complete when scan exits."`
 }
 
 func leaseFunc(pool *pgxpool.Pool, timeout time.Duration) sweep.LeaseFunc {
@@ -126,6 +132,17 @@ func (c *scanCmd) Run(a *app) error {
 	cfg, err := c.sweepFlags.config()
 	if err != nil {
 		return err
+	}
+	if c.CPUProfile != "" {
+		stop, err := startCPUProfile(c.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				a.logger.Error("cpu profile not written", "file", c.CPUProfile, "error", err)
+			}
+		}()
 	}
 	cfg.WaitForLease = c.Wait
 	limiter := sweep.NewLimiter(c.RPS)
@@ -176,6 +193,25 @@ func (c *scanCmd) Run(a *app) error {
 		return incompleteError{fmt.Errorf("%d rows could not be verified (Stripe unavailable for them); they stay queued for recheck", rep.StillUnverifiable)}
 	}
 	return nil
+}
+
+// startCPUProfile starts profiling the process's CPU into path; stop ends
+// it and closes the file. A file that cannot be created is a usage error
+// (exit 2, nothing swept).
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--cpu-profile: %w", err)}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 func printCycle(a *app, rep sweep.CycleReport) {
