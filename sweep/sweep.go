@@ -493,8 +493,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 
 	orphans = s.keepOrphans(orphans, listed)
 
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.cfg.Concurrency)
+	var retrieve []*payrecon.Check
 	for _, i := range need {
 		if in, ok := listed[rows[i].IntentID]; ok && in.Status != "" {
 			checks[i].Observed = in.Status
@@ -502,12 +501,10 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 			s.judgeMoney(&checks[i], in)
 			continue
 		}
-		calls++
-		g.Go(func() error {
-			return s.checkOne(gctx, &checks[i], now)
-		})
+		retrieve = append(retrieve, &checks[i])
 	}
-	if err := g.Wait(); err != nil {
+	calls += len(retrieve)
+	if err := s.retrieveAll(ctx, retrieve, now); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, calls, ctx.Err()
 		}
@@ -556,6 +553,37 @@ func IntentIsOurs(in payrecon.Intent, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// retrieveAll retrieves each check's row by id (checkOne), up to
+// Config.Concurrency at once. A fixed set of workers takes the rows in turn
+// (a goroutine per row would grow a fresh stack for every request's HTTP
+// and JSON work: a tenth of a retrieve-mode sweep's CPU). The first error
+// (a configuration error, the context's end) stops the others and is
+// returned.
+func (s *Sweeper) retrieveAll(ctx context.Context, checks []*payrecon.Check, now time.Time) error {
+	if len(checks) == 0 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	var next atomic.Int64
+	for range min(s.cfg.Concurrency, len(checks)) {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(checks) {
+					return nil
+				}
+				if err := gctx.Err(); err != nil {
+					return err // never a check left undone without an error
+				}
+				if err := s.checkOne(gctx, checks[i], now); err != nil {
+					return err
+				}
+			}
+		})
+	}
+	return g.Wait()
 }
 
 func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time) error {
@@ -658,17 +686,16 @@ func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (Batc
 	rep := BatchReport{Counts: map[payrecon.Verdict]int{}, Rechecked: len(rows)}
 	now := s.cfg.Clock.Now()
 	checks := make([]payrecon.Check, len(rows))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.cfg.Concurrency)
+	var retrieve []*payrecon.Check
 	for i := range rows {
 		checks[i].Row = rows[i]
 		if rows[i].IntentID == "" {
 			checks[i].Decision = payrecon.InvalidLocalRow()
 			continue
 		}
-		g.Go(func() error { return s.checkOne(gctx, &checks[i], now) })
+		retrieve = append(retrieve, &checks[i])
 	}
-	if err := g.Wait(); err != nil {
+	if err := s.retrieveAll(ctx, retrieve, now); err != nil {
 		return rep, nil, err
 	}
 	for i := range checks {
