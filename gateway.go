@@ -33,6 +33,9 @@ type Intent struct {
 	// attempted or captured). See Charge.Expanded for a charge that came
 	// back as an id only.
 	LatestCharge *Charge `json:"latest_charge,omitempty"`
+	// ReadAt is set by the sweep, not by the gateway: the database's time
+	// taken before the request that returned the intent (Check.ReadAt).
+	ReadAt time.Time `json:"-"`
 }
 
 // Charge is the part of a Stripe Charge the money checks read: what was

@@ -207,12 +207,14 @@ type MoneyChecks struct {
 	Ignore map[Kind]bool
 }
 
-// Evaluated lists the money kinds these checks judge for the input: a kind
-// is left out when it is ignored, when its local column is absent, or when
-// what it reads is missing (no expanded charge). A finding of an evaluated
-// kind that ClassifyMoney no longer returns has healed; one of a kind not
-// evaluated is left alone.
-func (mc MoneyChecks) Evaluated(in Intent) []Kind {
+// Evaluated lists the money kinds these checks judge for the row's local
+// money and the intent: a kind is left out when it is ignored, when its
+// local column is absent or the row's value in it is NULL (or empty: NULL
+// is not compared, so it is not judged either), or when what it reads is
+// missing (no expanded charge). A finding of an evaluated kind that
+// ClassifyMoney no longer returns has healed; one of a kind not evaluated is
+// left alone.
+func (mc MoneyChecks) Evaluated(money LocalMoney, in Intent) []Kind {
 	var out []Kind
 	for _, r := range moneyTable {
 		if mc.Ignore[r.Kind] {
@@ -220,11 +222,11 @@ func (mc MoneyChecks) Evaluated(in Intent) []Kind {
 		}
 		switch r.Needs {
 		case NeedsAmount:
-			if !mc.Amount {
+			if !mc.Amount || money.Amount == nil {
 				continue
 			}
 		case NeedsCurrency:
-			if !mc.Currency {
+			if !mc.Currency || money.Currency == "" {
 				continue
 			}
 		case NeedsCharge:

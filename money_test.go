@@ -112,16 +112,28 @@ func TestClassifyMoneyEveryCell(t *testing.T) {
 func TestMoneyChecksEvaluated(t *testing.T) {
 	t.Parallel()
 	full := payrecon.MoneyChecks{Amount: true, Currency: true}
-	if got := full.Evaluated(payrecon.Intent{}); !slices.Equal(got, payrecon.MoneyKinds) {
+	amount := int64(1000)
+	local := payrecon.LocalMoney{Amount: &amount, Currency: "usd"}
+	if got := full.Evaluated(local, payrecon.Intent{}); !slices.Equal(got, payrecon.MoneyKinds) {
 		t.Errorf("all on: %v", got)
 	}
 	none := payrecon.MoneyChecks{Ignore: map[payrecon.Kind]bool{payrecon.KindDisputed: true}}
 	want := []payrecon.Kind{payrecon.KindRefundedExternally, payrecon.KindPartiallyRefunded}
-	if got := none.Evaluated(payrecon.Intent{}); !slices.Equal(got, want) {
+	if got := none.Evaluated(local, payrecon.Intent{}); !slices.Equal(got, want) {
 		t.Errorf("no columns, disputed ignored: %v, want %v", got, want)
 	}
-	if got := full.Evaluated(payrecon.Intent{LatestCharge: &payrecon.Charge{ID: "ch_1"}}); !slices.Equal(got, payrecon.MoneyKinds[:2]) {
+	if got := full.Evaluated(local, payrecon.Intent{LatestCharge: &payrecon.Charge{ID: "ch_1"}}); !slices.Equal(got, payrecon.MoneyKinds[:2]) {
 		t.Errorf("unexpanded charge: %v", got)
+	}
+	// A NULL amount (or currency) in a column that exists is not compared,
+	// so it is not judged: its open finding must not heal (issue 23, 5).
+	want = []payrecon.Kind{payrecon.KindCurrencyMismatch, payrecon.KindRefundedExternally, payrecon.KindPartiallyRefunded, payrecon.KindDisputed}
+	if got := full.Evaluated(payrecon.LocalMoney{Currency: "usd"}, payrecon.Intent{}); !slices.Equal(got, want) {
+		t.Errorf("NULL amount: %v, want %v", got, want)
+	}
+	want = []payrecon.Kind{payrecon.KindAmountMismatch, payrecon.KindRefundedExternally, payrecon.KindPartiallyRefunded, payrecon.KindDisputed}
+	if got := full.Evaluated(payrecon.LocalMoney{Amount: &amount}, payrecon.Intent{}); !slices.Equal(got, want) {
+		t.Errorf("NULL currency: %v, want %v", got, want)
 	}
 }
 

@@ -30,6 +30,9 @@ type Cursor struct {
 	LastID               int64     `json:"last_id"`
 	CycleStartedAt       time.Time `json:"cycle_started_at"`
 	LastCycleCompletedAt time.Time `json:"last_cycle_completed_at"` // zero: never
+	// ReadAt is the database's clock when the batch was read: earlier than
+	// every Stripe request made for its rows (Check.ReadAt).
+	ReadAt time.Time `json:"-"`
 }
 
 // Check is the outcome of checking one row against Stripe.
@@ -45,6 +48,13 @@ type Check struct {
 	RecheckReason string
 	// Err says why the row is unverifiable.
 	Err string
+	// ReadAt is a time, on the database's clock, no later than the moment
+	// Stripe was asked for this answer (the batch's read, or for a listed
+	// intent the read of the batch that listed it). The commit resolves
+	// only findings recorded before it, and never replaces a stored answer
+	// read after it: a stale answer cannot close a fresh finding. Required
+	// when Observed is set.
+	ReadAt time.Time
 	// Intent is what Stripe returned for the row (nil when it was not read
 	// or not found): kept with the row's findings as their details.
 	Intent *Intent
@@ -130,6 +140,9 @@ type SweepStore interface {
 	// NextRecheck returns when the job's earliest recheck of the given
 	// reason (any reason when empty) is due; zero when none is queued.
 	NextRecheck(ctx context.Context, job, reason string) (time.Time, error)
+	// DatabaseNow returns the database's clock: the time Check.ReadAt is
+	// taken on when no batch was read (a one-off recheck).
+	DatabaseNow(ctx context.Context) (time.Time, error)
 }
 
 // Recheck reasons.

@@ -105,10 +105,14 @@ const (
 	MovedElsewhere Outcome = "moved_elsewhere"
 	// PaymentMissing: no payment with that id (or PaymentIntent id).
 	PaymentMissing Outcome = "payment_missing"
+	// IntentMismatch: the command was judged for one PaymentIntent and the
+	// payment now records another (the application re-pointed the row);
+	// nothing changed.
+	IntentMismatch Outcome = "intent_mismatch"
 )
 
 // Outcomes lists every writer outcome.
-var Outcomes = []Outcome{Applied, AlreadyInTarget, MovedElsewhere, PaymentMissing}
+var Outcomes = []Outcome{Applied, AlreadyInTarget, MovedElsewhere, PaymentMissing, IntentMismatch}
 
 // Valid reports whether o is one of Outcomes.
 func (o Outcome) Valid() bool { return slices.Contains(Outcomes, o) }

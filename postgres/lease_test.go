@@ -54,7 +54,7 @@ func TestLeaseFencing(t *testing.T) {
 	commit := func(fence int64) error {
 		_, err := store.CommitBatch(ctx, payrecon.BatchCommit{Job: job, From: 0, To: id, Advance: true, Fence: fence, Now: time.Now(),
 			Checks: []payrecon.Check{{Row: payrecon.PaymentRow{ID: id, IntentID: "x", Status: payrecon.StatusPaid},
-				Observed: payrecon.IntentSucceeded, Decision: payrecon.Classify(payrecon.StatusPaid, payrecon.IntentSucceeded)}}})
+				Observed: payrecon.IntentSucceeded, ReadAt: time.Now(), Decision: payrecon.Classify(payrecon.StatusPaid, payrecon.IntentSucceeded)}}})
 		return err
 	}
 	if err := commit(old.Epoch()); !errors.Is(err, payrecon.ErrLeaseLost) {

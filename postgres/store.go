@@ -60,6 +60,8 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit int, now time.Time) (payrecon.Cursor, []payrecon.PaymentRow, []payrecon.PaymentRow, error) {
 	cur := payrecon.Cursor{Job: job}
 	b := &pgx.Batch{}
+	// The database's clock before any Stripe request for these rows.
+	b.Queue(queries.Get("database_now")).QueryRow(func(row pgx.Row) error { return row.Scan(&cur.ReadAt) })
 	b.Queue(queries.Get("ensure_cursor"), pgx.StrictNamedArgs{"job": job, "now": now})
 	var rows, rechecks []payrecon.PaymentRow
 	found := false
@@ -135,14 +137,18 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 // statement, then the repair delivery hook, all in one transaction.
 func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrecon.CommitResult, error) {
 	res := payrecon.CommitResult{Opened: map[payrecon.Kind]int{}, Resolved: map[payrecon.Kind]int{}}
-	checks, intents := checkRows(c.Checks, c.Now)
-	stuckStatuses, stuckLimits := []string{}, []time.Duration{}
+	checks, intents, err := checkRows(c.Checks, c.Now)
+	if err != nil {
+		return res, fmt.Errorf("commit batch of job %q: %w", c.Job, err)
+	}
+	stuckStatuses, stuckLimits, inflight := []string{}, []time.Duration{}, []string{}
 	for _, st := range payrecon.StuckStatuses {
+		inflight = append(inflight, string(st))
 		if d, ok := c.StuckAfter[st]; ok {
 			stuckStatuses, stuckLimits = append(stuckStatuses, string(st)), append(stuckLimits, d)
 		}
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := checkFence(ctx, tx, c.Job, c.Fence); err != nil {
 			return err
 		}
@@ -164,6 +170,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			"healed": string(payrecon.ResolvedHealed), "superseded": string(payrecon.ResolvedSuperseded),
 			"side_kinds": kindStrings(payrecon.SideKinds()), "needs_review": string(payrecon.NeedsReview),
 			"stuck_kind": string(payrecon.KindStuckInFlight), "stuck_statuses": stuckStatuses, "stuck_limits": stuckLimits,
+			"inflight_statuses": inflight,
 		}).QueryRow(func(row pgx.Row) error {
 			var opened, resolved []string
 			if err := row.Scan(&res.Verified, &res.Stale, &opened, &resolved, &res.Commands); err != nil {
@@ -224,6 +231,8 @@ type checkRow struct {
 	Version       int64      `json:"version"`
 	IntentID      string     `json:"intent_id"`
 	LocalStatus   string     `json:"local_status"`
+	UpdatedAt     *time.Time `json:"updated_at"`
+	ReadAt        *time.Time `json:"read_at"`
 	Observed      *string    `json:"observed"`
 	Verdict       string     `json:"verdict"`
 	Kind          *string    `json:"kind"`
@@ -266,10 +275,15 @@ func kindStrings(kinds []payrecon.Kind) []string {
 }
 
 // checkRows turns a batch's checks into commit_checks.sql's rows, and lists
-// their PaymentIntent ids (resolve_orphans.sql).
-func checkRows(checks []payrecon.Check, now time.Time) ([]checkRow, []string) {
+// their PaymentIntent ids (resolve_orphans.sql). A check that read Stripe
+// without saying when (Check.ReadAt) is refused: its answer could be older
+// than what it would overwrite.
+func checkRows(checks []payrecon.Check, now time.Time) ([]checkRow, []string, error) {
 	rows, intents := make([]checkRow, len(checks)), make([]string, len(checks))
 	for i, ch := range checks {
+		if ch.Read() && ch.ReadAt.IsZero() {
+			return nil, nil, fmt.Errorf("payment %d: Stripe was read but the check carries no read time", ch.Row.ID)
+		}
 		rows[i] = checkRow{
 			PaymentID: ch.Row.ID, Version: ch.Row.Version, IntentID: ch.Row.IntentID,
 			LocalStatus: string(ch.Row.Status), Observed: optional(string(ch.Observed)),
@@ -282,9 +296,26 @@ func checkRows(checks []payrecon.Check, now time.Time) ([]checkRow, []string) {
 			t, reason := ch.RecheckAt, ch.RecheckReason
 			rows[i].RecheckAt, rows[i].RecheckReason = &t, &reason
 		}
+		if !ch.Row.UpdatedAt.IsZero() {
+			u := ch.Row.UpdatedAt
+			rows[i].UpdatedAt = &u
+		}
+		if !ch.ReadAt.IsZero() {
+			r := ch.ReadAt
+			rows[i].ReadAt = &r
+		}
 		intents[i] = ch.Row.IntentID
 	}
-	return rows, intents
+	return rows, intents, nil
+}
+
+// DatabaseNow implements payrecon.SweepStore.
+func (s *Store) DatabaseNow(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	if err := s.pool.QueryRow(ctx, queries.Get("database_now")).Scan(&t); err != nil {
+		return t, fmt.Errorf("read the database's clock: %w", err)
+	}
+	return t, nil
 }
 
 // Wrap implements payrecon.SweepStore: the lease's fence and the cursor's

@@ -259,7 +259,7 @@ func (r *Relay) post(ctx context.Context, n payrecon.Notification) error {
 		return fmt.Errorf("notify transition %d: %w", n.ID, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "github.com/payrecon/payrecon")
+	req.Header.Set("User-Agent", "payrecon")
 	req.Header.Set(payrecon.IdempotencyKeyHeader, strconv.FormatInt(n.ID, 10))
 	req.Header.Set(payrecon.SignatureHeader, payrecon.SignNotification(body, c.Secret, r.cfg.Clock.Now()))
 	resp, err := c.Client.Do(req)

@@ -56,8 +56,10 @@ type listCache struct {
 // listFor lists the PaymentIntents created in the window of rows[idx] and
 // returns them by id, with the intents that may have no local row. It
 // returns nil (and no error) when listing is not worth it; the caller
-// retrieves whatever is not in the result.
-func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx []int, now time.Time) (map[string]payrecon.Intent, []payrecon.Orphan, int, error) {
+// retrieves whatever is not in the result. Each intent listed now carries
+// readAt (the database's time before the request) in Intent.ReadAt; one
+// served from the cache keeps the time of the batch that listed it.
+func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx []int, now, readAt time.Time) (map[string]payrecon.Intent, []payrecon.Orphan, int, error) {
 	lo, hi := rows[idx[0]].CreatedAt, rows[idx[0]].CreatedAt
 	for _, i := range idx[1:] {
 		c := rows[i].CreatedAt
@@ -91,7 +93,7 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 	s.cache.mu.Lock()
 	defer s.cache.mu.Unlock()
 	got := map[string]payrecon.Intent{}
-	from, readAt := lo, s.cfg.Clock.Now()
+	from, oldest := lo, s.cfg.Clock.Now()
 	maxAge := min(30*time.Second, max(s.cfg.Grace, 0))
 	if c := &s.cache; c.intents != nil && s.cfg.Clock.Now().Sub(c.at) < maxAge && !c.lo.After(lo) && !c.hi.Before(lo) {
 		for id, in := range c.intents {
@@ -99,7 +101,7 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 				got[id] = in
 			}
 		}
-		from, readAt = c.hi.Add(time.Second), c.at
+		from, oldest = c.hi.Add(time.Second), c.at
 	}
 	calls := 0
 	complete := true
@@ -124,6 +126,7 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 			}
 			s.limiterSuccess()
 			for _, in := range page.Intents {
+				in.ReadAt = readAt
 				got[in.ID] = in
 			}
 			if !page.HasMore || len(page.Intents) == 0 {
@@ -133,7 +136,7 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 		}
 	}
 	if complete {
-		s.cache.lo, s.cache.hi, s.cache.at, s.cache.intents = lo, hi, readAt, got
+		s.cache.lo, s.cache.hi, s.cache.at, s.cache.intents = lo, hi, oldest, got
 	} else {
 		s.cache.intents = nil
 	}

@@ -359,3 +359,26 @@ func TestIntentMetadataLimitsMissingLocally(t *testing.T) {
 		}
 	}
 }
+
+// Issue 23, defect 5: a NULL local amount is not compared, so it is not
+// judged: the amount_mismatch finding it had stays open (a local amount
+// erased is no evidence that the amounts agree).
+func TestNullLocalAmountDoesNotHealAmountMismatch(t *testing.T) {
+	t.Parallel()
+	b := setupMoney(t, true)
+	s, _ := b.moneySweeper(t, sweep.ModeRetrieve, nil)
+	if _, err := s.RunCycle(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	q := "SELECT count(*) FROM reconciliation_findings WHERE kind = 'amount_mismatch' AND resolved_at IS NULL AND payment_id = $1"
+	if n := b.count(t, q, b.ids[3]); n != 1 {
+		t.Fatalf("row 3 has %d open amount_mismatch findings, want 1", n)
+	}
+	pgtest.Exec(t, b.pool, "UPDATE payments SET amount = NULL WHERE id = $1", b.ids[3])
+	if _, err := s.RunCycle(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, q, b.ids[3]); n != 1 {
+		t.Fatalf("a NULL local amount healed amount_mismatch (%d open)", n)
+	}
+}

@@ -83,14 +83,89 @@ func TestStuckInFlight(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missed_success' AND payment_id = $1", b.ids[0]); n != 1 {
 		t.Errorf("row 0 has no missed_success finding")
 	}
-	// Off: no observation, no finding.
+	// Off: no finding, but the observation is kept all the same: it is a
+	// fact about the payment, not about this process's limits.
 	c := setup(t, []row{{payrecon.StatusPending, payrecon.IntentProcessing}})
 	s := c.sweeper(sweep.Config{Clock: clock})
 	if _, err := s.RunCycle(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := c.count(t, "SELECT count(*) FROM payment_inflight_observations"); n != 0 {
-		t.Errorf("observations kept with --stuck-after off")
+	if n := c.count(t, "SELECT count(*) FROM payment_inflight_observations"); n != 1 {
+		t.Errorf("%d observations with --stuck-after off, want 1", n)
+	}
+	if n := c.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'stuck_in_flight'"); n != 0 {
+		t.Errorf("a stuck finding with --stuck-after off")
+	}
+}
+
+// Issue 23, defect 2: a process without --stuck-after limits (findings
+// recheck), or with other limits, neither restarts the stuck clock nor heals
+// a stuck_in_flight finding while the payment is still in that status.
+func TestStuckClockDoesNotDependOnTheCommittingProcess(t *testing.T) {
+	t.Parallel()
+	b := setup(t, []row{{payrecon.StatusPending, payrecon.IntentRequiresCapture}})
+	start := time.Now().Add(time.Hour)
+	clock := testkit.NewClock(start)
+	limits, err := payrecon.ParseStuckAfter(payrecon.DefaultStuckAfter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	longer, err := payrecon.ParseStuckAfter("requires_capture=400h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cycle := func(l payrecon.StuckAfter) {
+		t.Helper()
+		if _, err := b.sweeper(sweep.Config{Clock: clock, StuckAfter: l}).RunCycle(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := func() time.Time {
+		t.Helper()
+		var at time.Time
+		if err := b.pool.QueryRow(ctx, "SELECT first_observed_at FROM payment_inflight_observations WHERE payment_id = $1", b.ids[0]).Scan(&at); err != nil {
+			t.Fatalf("the observation is gone: %v", err)
+		}
+		return at
+	}
+	stuck := func() int {
+		return b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'stuck_in_flight' AND resolved_at IS NULL")
+	}
+	cycle(limits)
+	since := first()
+	clock.Advance(100 * time.Hour)
+	// findings recheck: no limits at all.
+	rows := []payrecon.PaymentRow{{ID: b.ids[0], IntentID: "pi_00001", Status: payrecon.StatusPending, Version: 0}}
+	if _, _, err := b.sweeper(sweep.Config{Clock: clock}).Recheck(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if got := first(); !got.Equal(since) {
+		t.Fatalf("a recheck without limits restarted the clock: first observed %s, was %s", got, since)
+	}
+	clock.Advance(50 * time.Hour) // 150 h > 144 h
+	cycle(limits)
+	if stuck() != 1 {
+		t.Fatalf("requires_capture for 150 h is not stuck")
+	}
+	// Another process with a longer limit, and one with none: still stuck.
+	cycle(longer)
+	cycle(nil)
+	if stuck() != 1 {
+		t.Fatalf("a process with other limits healed a payment that is still stuck")
+	}
+	if _, _, err := b.sweeper(sweep.Config{Clock: clock}).Recheck(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	if stuck() != 1 {
+		t.Fatalf("findings recheck healed a payment that is still stuck")
+	}
+	// It settles: healed by any process.
+	b.gw.set("pi_00001", payrecon.IntentSucceeded)
+	clock.Advance(time.Hour)
+	cycle(nil)
+	if stuck() != 0 {
+		t.Fatalf("a settled payment is still stuck")
 	}
 }
 

@@ -368,7 +368,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		return rep, nil
 	}
 
-	checks, orphans, calls, err := s.check(ctx, all, now)
+	checks, orphans, calls, err := s.check(ctx, all, now, cur.ReadAt)
 	rep.StripeCalls = calls
 	if err != nil {
 		return rep, err
@@ -449,7 +449,11 @@ func (s *Sweeper) systemic(checks []payrecon.Check) error {
 // every row not seen there is retrieved by id, concurrently up to
 // Config.Concurrency. A configuration error cancels the other calls and is
 // returned; so is the caller's context error.
-func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now time.Time) ([]payrecon.Check, []payrecon.Orphan, int, error) {
+//
+// readAt is the database's time of the batch's read, before any request:
+// every answer read now carries it (Check.ReadAt); a listed intent served
+// from the list cache carries the read time of the batch that listed it.
+func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, readAt time.Time) ([]payrecon.Check, []payrecon.Orphan, int, error) {
 	checks := make([]payrecon.Check, len(rows))
 	var need, listable []int
 	for i, row := range rows {
@@ -476,7 +480,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 	if s.cfg.Mode != ModeRetrieve && len(listable) > 1 {
 		var err error
 		var n int
-		listed, orphans, n, err = s.listFor(ctx, rows, listable, now)
+		listed, orphans, n, err = s.listFor(ctx, rows, listable, now, readAt)
 		calls += n
 		switch {
 		case err == nil:
@@ -496,7 +500,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 	var retrieve []*payrecon.Check
 	for _, i := range need {
 		if in, ok := listed[rows[i].IntentID]; ok && in.Status != "" {
-			checks[i].Observed = in.Status
+			checks[i].Observed, checks[i].ReadAt = in.Status, in.ReadAt
 			checks[i].Decision = payrecon.Classify(rows[i].Status, in.Status)
 			s.judgeMoney(&checks[i], in)
 			continue
@@ -504,7 +508,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now tim
 		retrieve = append(retrieve, &checks[i])
 	}
 	calls += len(retrieve)
-	if err := s.retrieveAll(ctx, retrieve, now); err != nil {
+	if err := s.retrieveAll(ctx, retrieve, now, readAt); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, calls, ctx.Err()
 		}
@@ -561,7 +565,7 @@ func IntentIsOurs(in payrecon.Intent, want map[string]string) bool {
 // and JSON work: a tenth of a retrieve-mode sweep's CPU). The first error
 // (a configuration error, the context's end) stops the others and is
 // returned.
-func (s *Sweeper) retrieveAll(ctx context.Context, checks []*payrecon.Check, now time.Time) error {
+func (s *Sweeper) retrieveAll(ctx context.Context, checks []*payrecon.Check, now, readAt time.Time) error {
 	if len(checks) == 0 {
 		return nil
 	}
@@ -577,7 +581,7 @@ func (s *Sweeper) retrieveAll(ctx context.Context, checks []*payrecon.Check, now
 				if err := gctx.Err(); err != nil {
 					return err // never a check left undone without an error
 				}
-				if err := s.checkOne(gctx, checks[i], now); err != nil {
+				if err := s.checkOne(gctx, checks[i], now, readAt); err != nil {
 					return err
 				}
 			}
@@ -586,7 +590,8 @@ func (s *Sweeper) retrieveAll(ctx context.Context, checks []*payrecon.Check, now
 	return g.Wait()
 }
 
-func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now time.Time) error {
+func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now, readAt time.Time) error {
+	c.ReadAt = readAt
 	if s.cfg.Limiter != nil {
 		if err := s.cfg.Limiter.Wait(ctx); err != nil {
 			return err
@@ -632,7 +637,7 @@ func (s *Sweeper) judgeMoney(c *payrecon.Check, in payrecon.Intent) {
 	} else {
 		mc.Amount, mc.Currency = false, false
 	}
-	c.Judged = mc.Evaluated(in)
+	c.Judged = mc.Evaluated(money, in)
 	if len(c.Judged) == 0 {
 		return
 	}
@@ -685,6 +690,10 @@ func (s *Sweeper) runBatchGracefully(ctx context.Context, rechecksOnly bool) (Ba
 func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (BatchReport, []payrecon.Check, error) {
 	rep := BatchReport{Counts: map[payrecon.Verdict]int{}, Rechecked: len(rows)}
 	now := s.cfg.Clock.Now()
+	readAt, err := s.store.DatabaseNow(ctx)
+	if err != nil {
+		return rep, nil, err
+	}
 	checks := make([]payrecon.Check, len(rows))
 	var retrieve []*payrecon.Check
 	for i := range rows {
@@ -695,7 +704,7 @@ func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (Batc
 		}
 		retrieve = append(retrieve, &checks[i])
 	}
-	if err := s.retrieveAll(ctx, retrieve, now); err != nil {
+	if err := s.retrieveAll(ctx, retrieve, now, readAt); err != nil {
 		return rep, nil, err
 	}
 	for i := range checks {

@@ -27,7 +27,7 @@ func binary(tb testing.TB) string {
 		if binErr != nil {
 			return
 		}
-		binPath = filepath.Join(binDir, "github.com/payrecon/payrecon")
+		binPath = filepath.Join(binDir, "payrecon")
 		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			binErr = err

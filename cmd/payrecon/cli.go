@@ -111,7 +111,7 @@ func (a *app) run(ctx context.Context, args []string) (err error) {
 	a.cli = &cli{}
 	exited := false
 	parser, err := kong.New(a.cli,
-		kong.Name("github.com/payrecon/payrecon"),
+		kong.Name("payrecon"),
 		kong.Description(description),
 		kong.Writers(a.stdout, a.stderr),
 		kong.Exit(func(int) { exited = true }),

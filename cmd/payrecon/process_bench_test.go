@@ -161,7 +161,7 @@ func newProcBench(b *testing.B, n int, latency time.Duration, bins []string) *pr
 // returns what it did. profile, when set, is passed as --cpu-profile.
 func (pb *procBench) scan(b *testing.B, bin, job, profile string, args ...string) scanRun {
 	b.Helper()
-	args = append([]string{"scan", "--once", "--json", "--job", job, "--grace", "0"}, args...)
+	args = append([]string{"scan", "--once", "--json", "--job", job}, args...)
 	if profile != "" {
 		args = append(args, "--cpu-profile", profile)
 	}

@@ -96,7 +96,7 @@ func NewPaymentsViewURL(tb testing.TB) string {
 	defer conn.Close(context.Background())
 	before, _ := RecipeStatements(tb)
 	execAll(ctx, tb, conn, before)
-	return WithSearchPath(tb, u, "github.com/payrecon/payrecon")
+	return WithSearchPath(tb, u, "payrecon")
 }
 
 // RunRecipeAfterMigrate runs the statements of the recipe meant for after

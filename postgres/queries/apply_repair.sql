@@ -6,6 +6,10 @@
 -- payment_transitions with source @source and the outbox id as its ref),
 -- resolves the finding only if the payment
 -- is in the command's target state afterwards (else notes why on it), and
+-- applies nothing to a payment that no longer records the PaymentIntent the
+-- command was judged for (payload stripe_payment_intent_id: the application
+-- re-pointed the row; outcome intent_mismatch, the finding left open with
+-- the reason), and
 -- marks the outbox row processed with the outcome; all of it commits or
 -- rolls back with the caller's transaction (and River's job completion).
 --   @outbox_id                   the command
@@ -27,7 +31,8 @@ WITH cmd AS (
                      THEN 'payload has an invalid finding_id'
            END AS payload_error,
            CASE WHEN o.payload->>'payment_id' ~ '^[0-9]{1,18}$' THEN (o.payload->>'payment_id')::bigint END AS payment_id,
-           CASE WHEN o.payload->>'finding_id' ~ '^[0-9]{1,18}$' THEN (o.payload->>'finding_id')::bigint END AS finding_id
+           CASE WHEN o.payload->>'finding_id' ~ '^[0-9]{1,18}$' THEN (o.payload->>'finding_id')::bigint END AS finding_id,
+           nullif(o.payload->>'stripe_payment_intent_id', '') AS intent_id
       FROM outbox o
       LEFT JOIN unnest(@commands::text[], @targets::text[], @froms::text[]) AS t(command, target, froms)
              ON t.command = o.event_type
@@ -46,14 +51,18 @@ todo AS (
        AND (cmd.finding_id IS NULL OR EXISTS (SELECT 1 FROM fnd WHERE fnd.resolved_at IS NULL))
 ),
 applied AS (
-    SELECT todo.id AS outbox_id, todo.finding_id, todo.target, t.*,
-           coalesce(t.out_after, t.out_before) IS NOT DISTINCT FROM todo.target AS in_target
+    SELECT todo.id AS outbox_id, todo.finding_id, todo.target, todo.intent_id, t.*,
+           coalesce(t.out_after, t.out_before) IS NOT DISTINCT FROM todo.target
+               AND t.out_outcome <> 'intent_mismatch' AS in_target
       FROM todo
-     CROSS JOIN LATERAL payrecon_transition(todo.payment_id, NULL, todo.target, todo.froms, @now::timestamptz, @source::text, todo.id::text) t
+     CROSS JOIN LATERAL payrecon_transition(todo.payment_id, todo.intent_id, todo.target, todo.froms, @now::timestamptz, @source::text, todo.id::text) t
 ),
 described AS (
     SELECT a.*,
            CASE WHEN a.in_target THEN a.out_outcome
+                WHEN a.out_outcome = 'intent_mismatch'
+                THEN a.out_outcome || ': the payment no longer records ' || a.intent_id
+                     || ' (the application pointed it at another PaymentIntent); nothing applied'
                 ELSE a.out_outcome || ': payment is ' || coalesce(a.out_before, '(missing)') || ', not ' || a.target
            END AS outcome_text
       FROM applied a

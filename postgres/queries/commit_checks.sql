@@ -2,13 +2,19 @@
 -- trip, whatever the batch size):
 --   verified     last_reconciled_at and observed_external_status advance only
 --                for rows Stripe was read for AND whose local row is still
---                the one that was classified (same status and version);
+--                the one that was classified (same status, version,
+--                updated_at and PaymentIntent) AND whose stored answer is
+--                not newer than this one (last_reconciled_at holds when the
+--                stored answer was read, on the database's clock: an older
+--                answer never overwrites a newer one);
 --   new_findings one open finding per (payment, kind), deduplicated by the
 --                partial unique index: the status verdict's kind, and beside
 --                it each drift (money kinds, stuck_in_flight) as its own
 --                finding; each keeps what Stripe returned (details);
---   resolved     open status findings of verified rows that are now in sync
---                (healed) or show another kind of drift (superseded); open
+--   resolved     open findings recorded before this row's answer was read
+--                (recorded_at < read_at: an answer older than a finding
+--                never closes it), of verified rows: status findings now in
+--                sync (healed) or showing another kind of drift (superseded); open
 --                side findings (@side_kinds) of a kind judged again and not
 --                found (healed); side findings are never superseded by the
 --                status verdict, nor status findings by a drift;
@@ -18,7 +24,9 @@
 --                an early recheck; verified rows leave the queue.
 -- Parameters:
 --   @checks      the batch's rows, a JSON array of objects (postgres.checkRow):
---                payment_id, version, intent_id, local_status, observed
+--                payment_id, version, intent_id, local_status, updated_at
+--                (as read, NULL when NULL), read_at (the database's time
+--                taken before Stripe was asked for this answer), observed
 --                (NULL: Stripe not read), verdict, kind, command, reason,
 --                heals (the row is in sync: its open status findings heal),
 --                recheck_at and recheck_reason (queue it), err, details
@@ -26,12 +34,16 @@
 --                {kind, reason}), judged (a JSON array of the side kinds
 --                judged for the row)
 --   @side_kinds  the kinds recorded beside the status verdict
+--   @inflight_statuses   every status a payment can be stuck in
+--                (payrecon.StuckStatuses): a verified row observed in one
+--                keeps (or starts) its first observation in
+--                payment_inflight_observations, a verified row seen in any
+--                other status loses it, whatever limits this process has;
 --   @stuck_statuses, @stuck_limits   the in-flight statuses with a limit
---                (--stuck-after) and each limit; a verified row observed in
---                one keeps (or starts) its first observation in
---                payment_inflight_observations, a verified row seen settled
---                loses it; past the limit it gets a @stuck_kind finding,
---                healed when the row is verified and no longer stuck
+--                (--stuck-after) and each limit: past it a row gets a
+--                @stuck_kind finding, healed only when the row is verified
+--                in another status (it settled or moved on), never because
+--                this process has another limit or none
 --   @needs_review the verdict of a drift's finding
 --   @job, @now   the sweep job, the batch's time
 --   @grace       how long a row that changed during its check waits
@@ -42,7 +54,8 @@
 WITH input AS (
     SELECT *
       FROM json_to_recordset(@checks::json) AS t(
-           payment_id bigint, version bigint, intent_id text, local_status text, observed text,
+           payment_id bigint, version bigint, intent_id text, local_status text,
+           updated_at timestamptz, read_at timestamptz, observed text,
            verdict text, kind text, command text, reason text, heals boolean,
            recheck_at timestamptz, recheck_reason text, err text,
            details jsonb, drifts json, judged json)
@@ -50,12 +63,15 @@ WITH input AS (
 verified AS (
     UPDATE payments p
        SET observed_external_status = i.observed,
-           last_reconciled_at = @now
+           last_reconciled_at = i.read_at
       FROM input i
      WHERE p.id = i.payment_id
        AND i.observed IS NOT NULL
        AND p.version = i.version
        AND p.status = i.local_status
+       AND p.updated_at IS NOT DISTINCT FROM i.updated_at
+       AND coalesce(p.stripe_payment_intent_id, '') = i.intent_id
+       AND (p.last_reconciled_at IS NULL OR p.last_reconciled_at <= i.read_at)
     RETURNING p.id
 ),
 inflight AS (
@@ -63,7 +79,7 @@ inflight AS (
     SELECT i.payment_id, i.observed, @now
       FROM input i
       JOIN verified v ON v.id = i.payment_id
-     WHERE i.observed = ANY(@stuck_statuses::text[])
+     WHERE i.observed = ANY(@inflight_statuses::text[])
         ON CONFLICT (payment_id) DO UPDATE
        SET stripe_status = EXCLUDED.stripe_status,
            first_observed_at = CASE WHEN o.stripe_status = EXCLUDED.stripe_status
@@ -75,7 +91,7 @@ settled AS (
      USING input i
      WHERE o.payment_id = i.payment_id
        AND i.observed IS NOT NULL
-       AND NOT (i.observed = ANY(@stuck_statuses::text[]))
+       AND NOT (i.observed = ANY(@inflight_statuses::text[]))
        AND EXISTS (SELECT 1 FROM verified v WHERE v.id = i.payment_id)
     RETURNING o.payment_id
 ),
@@ -124,8 +140,9 @@ resolved AS (
       JOIN verified v ON v.id = i.payment_id
      WHERE f.payment_id = i.payment_id
        AND f.resolved_at IS NULL
+       AND coalesce(f.recorded_at, '-infinity') < i.read_at
        AND CASE WHEN f.kind = @stuck_kind
-                THEN cardinality(@stuck_statuses::text[]) > 0
+                THEN i.observed IS DISTINCT FROM f.external_status
                      AND NOT EXISTS (SELECT 1 FROM stuck s WHERE s.payment_id = i.payment_id)
                 WHEN f.kind = ANY(@side_kinds::text[])
                 THEN f.kind IN (SELECT json_array_elements_text(coalesce(i.judged, '[]')))
