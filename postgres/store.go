@@ -137,7 +137,7 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 // statement, then the repair delivery hook, all in one transaction.
 func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrecon.CommitResult, error) {
 	res := payrecon.CommitResult{Opened: map[payrecon.Kind]int{}, Resolved: map[payrecon.Kind]int{}}
-	checks, intents, err := checkRows(c.Checks, c.Now)
+	checks, intents, err := checkRows(c.Checks, c.Now, c.Advance)
 	if err != nil {
 		return res, fmt.Errorf("commit batch of job %q: %w", c.Job, err)
 	}
@@ -170,7 +170,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			"healed": string(payrecon.ResolvedHealed), "superseded": string(payrecon.ResolvedSuperseded),
 			"side_kinds": kindStrings(payrecon.SideKinds()), "needs_review": string(payrecon.NeedsReview),
 			"stuck_kind": string(payrecon.KindStuckInFlight), "stuck_statuses": stuckStatuses, "stuck_limits": stuckLimits,
-			"inflight_statuses": inflight,
+			"inflight_statuses": inflight, "refresh_seconds": max(c.VerifiedRefresh, 0).Seconds(),
 		}).QueryRow(func(row pgx.Row) error {
 			var opened, resolved []string
 			if err := row.Scan(&res.Verified, &res.Stale, &opened, &resolved, &res.Commands); err != nil {
@@ -188,6 +188,12 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			countKinds(res.Resolved, kinds)
 			return err
 		})
+		if rng, ok := s.verifiedRange(c); ok {
+			b.Queue(queries.Get("record_verified_range"), pgx.StrictNamedArgs{
+				"job": c.Job, "lo": rng.lo, "hi": rng.hi, "read_min": rng.readMin, "read_max": rng.readMax,
+				"row_count": rng.rows, "prune_before": rng.pruneBefore,
+			})
+		}
 		if invalid := invalidRows(c.Checks); len(invalid) > 0 {
 			b.Queue(queries.Get("open_invalid_rows"), pgx.StrictNamedArgs{
 				"ids": invalid, "kind": string(payrecon.KindInvalidLocalRow), "verdict": string(payrecon.NeedsReview),
@@ -225,9 +231,72 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 	return res, nil
 }
 
+// windowRangeKeep is how long a recent-window job's verified ranges are
+// kept: they are not replaced by a cursor that walks the ids, and serve only
+// to keep another job's older answers from being applied, which are never
+// this old.
+const windowRangeKeep = time.Hour
+
+// verifiedRange is what record_verified_range.sql records for a batch.
+type verifiedRange struct {
+	lo, hi           int64
+	readMin, readMax *time.Time
+	rows             int
+	pruneBefore      *time.Time
+}
+
+// verifiedRange describes the batch's range of ids and the times of its
+// answers (over every row Stripe was read for: a superset of those the
+// commit verifies, so read_min is never later, nor read_max earlier, than
+// theirs). A full sweep's range is its cursor range (From, To]; a
+// recent-window batch, read in creation order, covers the span of its
+// rows' ids. Batches that do not move the cursor (rechecks) record none:
+// their rows are always written.
+func (s *Store) verifiedRange(c payrecon.BatchCommit) (verifiedRange, bool) {
+	if !c.Advance {
+		return verifiedRange{}, false
+	}
+	r := verifiedRange{lo: c.From, hi: c.To}
+	if s.window > 0 {
+		first := true
+		for _, ch := range c.Checks {
+			if ch.Row.FromRecheck {
+				continue
+			}
+			if first || ch.Row.ID-1 < r.lo {
+				r.lo = ch.Row.ID - 1
+			}
+			if first || ch.Row.ID > r.hi {
+				r.hi = ch.Row.ID
+			}
+			first = false
+		}
+		before := c.Now.Add(-windowRangeKeep)
+		r.pruneBefore = &before
+	}
+	for _, ch := range c.Checks {
+		if !ch.Read() || ch.Row.FromRecheck {
+			continue
+		}
+		t := ch.ReadAt
+		if r.readMin == nil || t.Before(*r.readMin) {
+			r.readMin = &t
+		}
+		if r.readMax == nil || t.After(*r.readMax) {
+			r.readMax = &t
+		}
+		r.rows++
+	}
+	return r, r.hi > r.lo
+}
+
 // checkRow is one element of commit_checks.sql's @checks JSON array.
 type checkRow struct {
-	PaymentID     int64      `json:"payment_id"`
+	PaymentID int64 `json:"payment_id"`
+	// Always writes the row's observed status and last_reconciled_at
+	// whatever changed: a recheck, or a batch that does not move the cursor
+	// (and so records no range).
+	Always        bool       `json:"always"`
 	Version       int64      `json:"version"`
 	IntentID      string     `json:"intent_id"`
 	LocalStatus   string     `json:"local_status"`
@@ -278,14 +347,14 @@ func kindStrings(kinds []payrecon.Kind) []string {
 // their PaymentIntent ids (resolve_orphans.sql). A check that read Stripe
 // without saying when (Check.ReadAt) is refused: its answer could be older
 // than what it would overwrite.
-func checkRows(checks []payrecon.Check, now time.Time) ([]checkRow, []string, error) {
+func checkRows(checks []payrecon.Check, now time.Time, advance bool) ([]checkRow, []string, error) {
 	rows, intents := make([]checkRow, len(checks)), make([]string, len(checks))
 	for i, ch := range checks {
 		if ch.Read() && ch.ReadAt.IsZero() {
 			return nil, nil, fmt.Errorf("payment %d: Stripe was read but the check carries no read time", ch.Row.ID)
 		}
 		rows[i] = checkRow{
-			PaymentID: ch.Row.ID, Version: ch.Row.Version, IntentID: ch.Row.IntentID,
+			PaymentID: ch.Row.ID, Always: ch.Row.FromRecheck || !advance, Version: ch.Row.Version, IntentID: ch.Row.IntentID,
 			LocalStatus: string(ch.Row.Status), Observed: optional(string(ch.Observed)),
 			Verdict: string(ch.Decision.Verdict), Kind: optional(string(ch.Decision.Kind)),
 			Command: optional(string(ch.Decision.Command)), Reason: ch.Decision.Reason,
@@ -331,6 +400,11 @@ func (s *Store) Wrap(ctx context.Context, job string, from, fence int64, now tim
 		}
 		if tag.RowsAffected() != 1 {
 			return fmt.Errorf("wrap cursor %q from %d: %w", job, from, payrecon.ErrConcurrentRun)
+		}
+		if s.window == 0 {
+			if _, err := tx.Exec(ctx, queries.Get("wrap_verified_ranges"), pgx.StrictNamedArgs{"job": job, "from": from}); err != nil {
+				return fmt.Errorf("wrap verified ranges of %q: %w", job, err)
+			}
 		}
 		return nil
 	})

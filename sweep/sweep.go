@@ -120,6 +120,13 @@ type Config struct {
 	// longer than its limit gets a stuck_in_flight finding (--stuck-after);
 	// nil or empty: off.
 	StuckAfter payrecon.StuckAfter
+	// VerifiedRefresh: a verified row whose Stripe status did not change
+	// gets its observed_external_status and last_reconciled_at written at
+	// most once per VerifiedRefresh, spread over the cycles; its
+	// verification is recorded per batch in payrecon's own table
+	// (payrecon.BatchCommit.VerifiedRefresh, --verified-refresh). Zero takes
+	// the default (24h); a negative value writes every verified row.
+	VerifiedRefresh time.Duration
 }
 
 // DefaultConfig returns the defaults.
@@ -143,8 +150,12 @@ func DefaultConfig() Config {
 		StopGrace:            20 * time.Second,
 		RetryPause:           time.Second,
 		RetryPauseMax:        30 * time.Second,
+		VerifiedRefresh:      DefaultVerifiedRefresh,
 	}
 }
+
+// DefaultVerifiedRefresh is --verified-refresh's default.
+const DefaultVerifiedRefresh = 24 * time.Hour
 
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
@@ -207,6 +218,10 @@ func (c Config) withDefaults() Config {
 	if c.RecheckWait == 0 {
 		c.RecheckWait = d.RecheckWait
 	}
+	if c.VerifiedRefresh == 0 {
+		c.VerifiedRefresh = d.VerifiedRefresh
+	}
+	c.VerifiedRefresh = max(c.VerifiedRefresh, 0)
 	c.RecheckWait = max(c.RecheckWait, 0)
 	if c.Clock == nil {
 		c.Clock = payrecon.SystemClock{}
@@ -388,6 +403,8 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		Busy:       s.cfg.Clock.Now().Sub(start),
 		StuckAfter: s.cfg.StuckAfter,
 		Fence:      s.fence.Load(),
+
+		VerifiedRefresh: s.cfg.VerifiedRefresh,
 	}
 	if len(rows) > 0 {
 		commit.To = rows[len(rows)-1].ID

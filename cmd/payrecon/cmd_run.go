@@ -120,7 +120,7 @@ func (c *runCmd) Run(a *app) error {
 		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)),
 		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn,
 		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"),
-		"stuck_after", cfg.StuckAfter.String())
+		"stuck_after", cfg.StuckAfter.String(), "verified_refresh", c.VerifiedRefresh)
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
 	pool, err := a.openMigratedDB()
 	if err != nil {

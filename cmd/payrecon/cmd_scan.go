@@ -30,7 +30,8 @@ type sweepFlags struct {
 	MaxOutage   time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
 	// LeaseTimeout is shared with the events catch-up (leaseTimeoutFlag).
 	leaseTimeoutFlag
-	StuckAfter string `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
+	VerifiedRefresh time.Duration `name:"verified-refresh" env:"PAYRECON_VERIFIED_REFRESH" default:"24h" help:"A verified row whose Stripe status did not change gets observed_external_status and last_reconciled_at written at most once per this long, spread over the cycles (its verification is recorded per batch in payrecon's own table); 0 writes every verified row."`
+	StuckAfter      string        `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
 	moneyFlags
 }
 
@@ -85,6 +86,13 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	}
 	if f.Grace == 0 {
 		cfg.Grace = -1 // --grace 0: no window (a zero Config field would mean the default)
+	}
+	if err := checkNonNegativeDuration("--verified-refresh", f.VerifiedRefresh); err != nil {
+		return cfg, err
+	}
+	cfg.VerifiedRefresh = f.VerifiedRefresh
+	if f.VerifiedRefresh == 0 {
+		cfg.VerifiedRefresh = -1 // --verified-refresh 0: write every verified row
 	}
 	if cfg.Money.Ignore, err = f.ignore(); err != nil {
 		return cfg, err
