@@ -77,6 +77,9 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 	}
 	defer func() { rep.Duration = s.cfg.Clock.Now().Sub(start) }()
 
+	// List mode lists the next batches' windows while each batch commits.
+	stopLookahead := s.startLookahead(ctx)
+	defer stopLookahead()
 	var outage outageTracker
 	for !rep.Wrapped {
 		if err := ctx.Err(); err != nil {
@@ -86,6 +89,8 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 			return rep, err
 		}
 	}
+	stopLookahead()
+	rep.StripeCalls += s.lister.takeUncounted()
 
 	// Rows Stripe could not be asked about are retried as they come due,
 	// instead of waiting a whole cycle.

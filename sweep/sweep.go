@@ -272,7 +272,9 @@ type Sweeper struct {
 	cfg     Config
 	metrics *metrics
 
-	cache listCache
+	lister lister
+	// slots holds one token per Stripe request in flight (Config.Concurrency).
+	slots chan struct{}
 	// fence is the epoch of the lease held now (0: none).
 	fence atomic.Int64
 }
@@ -282,7 +284,8 @@ type Sweeper struct {
 // per job: the metrics carry the job as a label).
 func New(store payrecon.SweepStore, gateway payrecon.Gateway, cfg Config) *Sweeper {
 	cfg = cfg.withDefaults()
-	return &Sweeper{store: store, gateway: gateway, cfg: cfg, metrics: newMetrics(cfg.Registerer)}
+	return &Sweeper{store: store, gateway: gateway, cfg: cfg, metrics: newMetrics(cfg.Registerer),
+		slots: make(chan struct{}, cfg.Concurrency)}
 }
 
 // Config returns the effective configuration.
@@ -383,7 +386,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		return rep, nil
 	}
 
-	checks, orphans, calls, err := s.check(ctx, all, now, cur.ReadAt)
+	checks, orphans, calls, err := s.check(ctx, all, now, cur.ReadAt, len(rows) == s.cfg.Batch)
 	rep.StripeCalls = calls
 	if err != nil {
 		return rep, err
@@ -470,7 +473,7 @@ func (s *Sweeper) systemic(checks []payrecon.Check) error {
 // readAt is the database's time of the batch's read, before any request:
 // every answer read now carries it (Check.ReadAt); a listed intent served
 // from the list cache carries the read time of the batch that listed it.
-func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, readAt time.Time) ([]payrecon.Check, []payrecon.Orphan, int, error) {
+func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, readAt time.Time, more bool) ([]payrecon.Check, []payrecon.Orphan, int, error) {
 	checks := make([]payrecon.Check, len(rows))
 	var need, listable []int
 	for i, row := range rows {
@@ -497,7 +500,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 	if s.cfg.Mode != ModeRetrieve && len(listable) > 1 {
 		var err error
 		var n int
-		listed, orphans, n, err = s.listFor(ctx, rows, listable, now, readAt)
+		listed, orphans, n, err = s.listFor(ctx, rows, listable, now, readAt, more)
 		calls += n
 		switch {
 		case err == nil:
@@ -609,12 +612,12 @@ func (s *Sweeper) retrieveAll(ctx context.Context, checks []*payrecon.Check, now
 
 func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now, readAt time.Time) error {
 	c.ReadAt = readAt
-	if s.cfg.Limiter != nil {
-		if err := s.cfg.Limiter.Wait(ctx); err != nil {
-			return err
-		}
+	release, err := s.slot(ctx)
+	if err != nil {
+		return err
 	}
 	intent, err := s.gateway.RetrieveIntent(ctx, c.Row.IntentID)
+	release()
 	switch {
 	case err == nil:
 		s.limiterSuccess()
