@@ -311,7 +311,7 @@ func (s *Sweeper) lookahead(lo, hi time.Time, span time.Duration, intents int, r
 		return
 	}
 	// Seconds per span of about a page, at this window's density.
-	step := max(time.Second, (hi.Sub(lo)*spanIntents/time.Duration(max(intents, 1))).Truncate(time.Second))
+	step := max(time.Second, (hi.Sub(lo) * spanIntents / time.Duration(max(intents, 1))).Truncate(time.Second))
 	inFlight := 0
 	for _, sp := range l.spans {
 		if sp.background {
