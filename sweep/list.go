@@ -44,7 +44,7 @@ const listPageSize = 100
 
 // spanIntents is how many intents list mode aims to put in one listed span:
 // a page's worth, with room for intents other systems create in the account.
-const spanIntents = 90
+const spanIntents = 98
 
 // Listing. List mode reads PaymentIntents by creation time, in spans: a
 // stretch of Stripe's created filter (whole seconds) listed page after page
@@ -176,7 +176,12 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 		maxPages = 2*pages + 2
 	}
 
-	spans, calls := s.listWindow(ctx, lo, hi, readAt, created, maxPages)
+	// Seconds per span of about a page, at the density of the batch's rows.
+	step := hi.Sub(lo) + time.Second
+	if len(created) > 1 && last.After(first) {
+		step = max(time.Second, (last.Sub(first) * spanIntents / time.Duration(len(created)-1)).Truncate(time.Second))
+	}
+	spans, calls := s.listWindow(ctx, lo, hi, readAt, step, maxPages)
 	got := map[string]payrecon.Intent{}
 	for _, sp := range spans {
 		if sp.err != nil {
@@ -189,7 +194,11 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 		}
 	}
 	if more {
-		s.lookahead(lo, hi, last.Sub(first), max(len(idx), len(got)), readAt)
+		// At the density Stripe showed, if higher than the rows'.
+		if len(got) > 0 {
+			step = min(step, max(time.Second, (hi.Sub(lo)*spanIntents/time.Duration(len(got))).Truncate(time.Second)))
+		}
+		s.lookahead(lo, hi, step, readAt)
 	}
 
 	inBatch := make(map[string]bool, len(rows))
@@ -211,13 +220,13 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 }
 
 // listWindow returns the spans that cover [lo, hi], listing the stretches no
-// fresh span covers (cut at every spanIntents-th of the created times, so
-// that each is about a page, and listed at once, each up to its share of
+// fresh span covers (cut every step, about a page each, and listed at
+// once, each up to its share of
 // maxPages) and waiting for those in flight. calls counts the requests of
 // the spans it reports for the first time. A span that failed is dropped
 // from the lister (a later batch lists it again) and returned with its
 // error.
-func (s *Sweeper) listWindow(ctx context.Context, lo, hi, readAt time.Time, created []time.Time, maxPages int) ([]*listSpan, int) {
+func (s *Sweeper) listWindow(ctx context.Context, lo, hi, readAt time.Time, step time.Duration, maxPages int) ([]*listSpan, int) {
 	l := &s.lister
 	l.mu.Lock()
 	s.evictLocked(lo)
@@ -225,11 +234,11 @@ func (s *Sweeper) listWindow(ctx context.Context, lo, hi, readAt time.Time, crea
 	var mine []*listSpan
 	pieces := 0
 	for _, g := range gaps {
-		pieces += len(cutByCreated(g[0], g[1], created))
+		pieces += len(cutByStep(g[0], g[1], step))
 	}
 	capPages := max(2, maxPages/max(pieces, 1))
 	for _, g := range gaps {
-		for _, p := range cutByCreated(g[0], g[1], created) {
+		for _, p := range cutByStep(g[0], g[1], step) {
 			sp := s.newSpanLocked(p[0], p[1], false)
 			mine = append(mine, sp)
 			go s.listSpan(ctx, sp, readAt, capPages)
@@ -287,14 +296,12 @@ func (s *Sweeper) reportCalls(spans []*listSpan) int {
 }
 
 // lookahead lists, in the background, the stretch after [lo, hi] that the
-// next batches' windows will ask for: as many of them as keep up to
-// Config.Concurrency spans of about a page in flight, at the density of
-// intents this window showed (intents, local rows or listed, over the
-// window; the rows were created over span). It does nothing
+// next batches' windows will ask for: Config.Concurrency spans of step
+// each (about a page). It does nothing
 // unless RunCycle or Run drives the sweeper, when listed answers may not be
 // kept (no grace window), and for a few batches after one whose window fell
 // outside the last lookahead (rows not in creation order).
-func (s *Sweeper) lookahead(lo, hi time.Time, span time.Duration, intents int, readAt time.Time) {
+func (s *Sweeper) lookahead(lo, hi time.Time, step time.Duration, readAt time.Time) {
 	l := &s.lister
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -310,43 +317,28 @@ func (s *Sweeper) lookahead(lo, hi time.Time, span time.Duration, intents int, r
 		l.skip, l.aheadLo, l.aheadHi = 8, time.Time{}, time.Time{}
 		return
 	}
-	// Seconds per span of about a page, at this window's density.
-	step := max(time.Second, (hi.Sub(lo) * spanIntents / time.Duration(max(intents, 1))).Truncate(time.Second))
-	inFlight := 0
-	for _, sp := range l.spans {
-		if sp.background {
-			select {
-			case <-sp.done:
-			default:
-				inFlight++
+	// Config.Concurrency spans ahead: enough to keep that many requests in
+	// flight (each waits for a request slot, then for the rate budget).
+	from, until := hi.Add(time.Second), hi.Add(step*time.Duration(s.cfg.Concurrency))
+	for _, g := range l.gapsLocked(from, until) {
+		for at := g[0]; !at.After(g[1]); {
+			end := at.Add(step - time.Second)
+			if end.After(g[1]) {
+				if g[1].Equal(until) {
+					break // a sliver at the front: the next batch lists it with the step after it
+				}
+				end = g[1] // a hole between listed spans
 			}
+			sp := s.newSpanLocked(at, end, true)
+			l.wg.Add(1)
+			go func(bg context.Context) {
+				defer l.wg.Done()
+				s.listSpan(bg, sp, readAt, 3)
+			}(l.bg)
+			at = end.Add(time.Second)
 		}
 	}
-	from := hi.Add(time.Second)
-	// As far ahead as the next batches go (a few windows), no further.
-	until := hi.Add(4 * max(span, time.Second))
-	for inFlight < s.cfg.Concurrency && !from.After(until) {
-		gaps := l.gapsLocked(from, until)
-		if len(gaps) == 0 {
-			break
-		}
-		g := gaps[0]
-		end := g[0].Add(step - time.Second)
-		if end.After(g[1]) {
-			end = g[1]
-		}
-		sp := s.newSpanLocked(g[0], end, true)
-		inFlight++
-		l.wg.Add(1)
-		go func(bg context.Context) {
-			defer l.wg.Done()
-			s.listSpan(bg, sp, readAt, 3)
-		}(l.bg)
-		from = end.Add(time.Second)
-	}
-	if l.aheadHi.IsZero() || hi.After(l.aheadLo) {
-		l.aheadLo, l.aheadHi = hi, from.Add(-time.Second)
-	}
+	l.aheadLo, l.aheadHi = hi, until
 }
 
 // listSpan lists sp page after page, each request within the rate budget,
@@ -443,24 +435,24 @@ func (l *lister) gapsLocked(lo, hi time.Time) [][2]time.Time {
 	return gaps
 }
 
-// cutByCreated cuts [lo, hi] (whole seconds) into pieces of about
-// spanIntents of the sorted created times each, cutting only between
-// seconds.
-func cutByCreated(lo, hi time.Time, created []time.Time) [][2]time.Time {
+// cutByStep cuts [lo, hi] (whole seconds) into pieces of step; a last piece
+// shorter than half a step joins the one before (a request for a sliver
+// would cost as much as one for a page).
+func cutByStep(lo, hi time.Time, step time.Duration) [][2]time.Time {
 	var pieces [][2]time.Time
-	start, n := lo, 0
-	for _, c := range created {
-		c = c.Truncate(time.Second)
-		if c.Before(start) || c.After(hi) {
-			continue
+	for at := lo; !at.After(hi); {
+		end := at.Add(step - time.Second)
+		if end.After(hi) {
+			end = hi
 		}
-		if n >= spanIntents && c.After(start) {
-			pieces = append(pieces, [2]time.Time{start, c.Add(-time.Second)})
-			start, n = c, 0
+		if n := len(pieces); n > 0 && end.Sub(at) < step/2 {
+			pieces[n-1][1] = end
+		} else {
+			pieces = append(pieces, [2]time.Time{at, end})
 		}
-		n++
+		at = end.Add(time.Second)
 	}
-	return append(pieces, [2]time.Time{start, hi})
+	return pieces
 }
 
 // slot waits for one of the Config.Concurrency request slots every Stripe

@@ -295,3 +295,62 @@ func BenchmarkScanProcess(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScanBudget: the share of a 25 requests/s budget (--rps 25) the
+// built binary's `scan --once` uses, the simulator in a process of its own
+// answering each request after a fixed latency: list mode at 200 ms per
+// request over 20 k rows (PAYRECON_BENCH_ROWS), retrieve mode at 50 ms over
+// 1,000 rows (PAYRECON_BENCH_RETRIEVE_ROWS; one request per row, so 40 s).
+// The share is the cycle's Stripe requests per second (from its own
+// report, without the process's start) over the budget; list mode also
+// reports verified rows per second measured from outside against the 2,500
+// the budget allows (100 intents per request). With PAYRECON_BENCH_BEFORE
+// the other build runs too, alternating.
+//
+//	PAYRECON_BENCH_BEFORE=/tmp/payrecon-main go test -run '^$' -bench ScanBudget -benchtime 1x -timeout 30m ./cmd/payrecon
+func BenchmarkScanBudget(b *testing.B) {
+	if testing.Short() {
+		b.Skip("takes minutes")
+	}
+	sides := []struct{ name, bin string }{{"after", binary(b)}}
+	if before := os.Getenv("PAYRECON_BENCH_BEFORE"); before != "" {
+		abs, err := filepath.Abs(before)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sides = append([]struct{ name, bin string }{{"before", abs}}, sides...)
+	}
+	bins := make([]string, len(sides))
+	for i, s := range sides {
+		bins[i] = s.bin
+	}
+	const rps = 25
+	job := 0
+	for _, c := range []struct {
+		mode    string
+		latency time.Duration
+		rows    int
+	}{
+		{"list", 200 * time.Millisecond, envInt("PAYRECON_BENCH_ROWS", 20_000)},
+		{"retrieve", 50 * time.Millisecond, envInt("PAYRECON_BENCH_RETRIEVE_ROWS", 1_000)},
+	} {
+		b.Run(fmt.Sprintf("mode=%s/latency=%s", c.mode, c.latency), func(b *testing.B) {
+			pb := newProcBench(b, c.rows, c.latency, bins)
+			for b.Loop() {
+				for _, s := range sides {
+					job++
+					load := loadAverage()
+					r := pb.scan(b, s.bin, fmt.Sprintf("budget-%d", job), "", "--mode", c.mode, "--rps", strconv.Itoa(rps))
+					share := float64(r.rep.StripeCalls) / r.rep.Duration.Seconds() / rps
+					b.Logf("%s %s at %s: %d requests in %s: %.3f of the budget; %.0f rows/s from outside (wall %s), load %.2f",
+						s.name, c.mode, c.latency, r.rep.StripeCalls, r.rep.Duration.Round(time.Millisecond), share,
+						r.rowsPerSec(), r.wall.Round(time.Millisecond), load)
+					b.ReportMetric(share, s.name+"-budget-share")
+					if c.mode == "list" {
+						b.ReportMetric(r.rowsPerSec()/(rps*100), s.name+"-rows/s÷2500")
+					}
+				}
+			}
+		})
+	}
+}
