@@ -63,9 +63,9 @@ type ProgressFunc func(b BatchReport, total CycleReport)
 // on a systemic Stripe failure and gives up (ErrOutage) after
 // Config.MaxOutage of it, and on ctx's end returns between batches (a batch
 // is committed whole or not at all).
-func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleReport, error) {
+func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (rep CycleReport, err error) {
 	start := s.cfg.Clock.Now()
-	rep := CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
+	rep = CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
 	if s.cfg.LeaseFunc != nil {
 		lease, err := s.cfg.LeaseFunc(ctx, s.cfg.Job, s.cfg.WaitForLease)
 		if err != nil {
