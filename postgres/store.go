@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -304,18 +305,19 @@ type checkRow struct {
 	ReadAt        *time.Time `json:"read_at"`
 	Observed      *string    `json:"observed"`
 	Verdict       string     `json:"verdict"`
-	Kind          *string    `json:"kind"`
-	Command       *string    `json:"command"`
-	Reason        string     `json:"reason"`
+	Kind          *string    `json:"kind,omitempty"`
+	Command       *string    `json:"command,omitempty"`
+	Reason        string     `json:"reason,omitempty"`
 	Heals         bool       `json:"heals"`
-	RecheckAt     *time.Time `json:"recheck_at"`
-	RecheckReason *string    `json:"recheck_reason"`
-	Err           *string    `json:"err"`
+	RecheckAt     *time.Time `json:"recheck_at,omitempty"`
+	RecheckReason *string    `json:"recheck_reason,omitempty"`
+	Err           *string    `json:"err,omitempty"`
 	// Details is what Stripe returned (FindingDetails), kept with the
-	// findings the row opens.
-	Details *FindingDetails  `json:"details"`
-	Drifts  []payrecon.Drift `json:"drifts"`
-	Judged  []payrecon.Kind  `json:"judged"`
+	// findings the row opens. Fields left out are NULL to the statement
+	// (booleans are never left out: a NULL would poison its conditions).
+	Details *FindingDetails  `json:"details,omitempty"`
+	Drifts  []payrecon.Drift `json:"drifts,omitempty"`
+	Judged  []payrecon.Kind  `json:"judged,omitempty"`
 }
 
 // detailsOf builds a finding's details from what Stripe returned for the
@@ -357,9 +359,19 @@ func checkRows(checks []payrecon.Check, now time.Time, advance bool) ([]checkRow
 			PaymentID: ch.Row.ID, Always: ch.Row.FromRecheck || !advance, Version: ch.Row.Version, IntentID: ch.Row.IntentID,
 			LocalStatus: string(ch.Row.Status), Observed: optional(string(ch.Observed)),
 			Verdict: string(ch.Decision.Verdict), Kind: optional(string(ch.Decision.Kind)),
-			Command: optional(string(ch.Decision.Command)), Reason: ch.Decision.Reason,
-			Heals: ch.Decision.Verdict == payrecon.InSync, Err: optional(ch.Err),
-			Details: detailsOf(ch.Intent, ch.Row.Money, now), Drifts: ch.Drifts, Judged: ch.Judged,
+			Command: optional(string(ch.Decision.Command)),
+			Heals:   ch.Decision.Verdict == payrecon.InSync, Err: optional(ch.Err),
+			Drifts: ch.Drifts, Judged: ch.Judged,
+		}
+		// The reason and what Stripe returned go only with a check that
+		// may open a finding (its status kind, a drift, or a stuck
+		// in-flight status): most rows are in sync, and the statement's
+		// JSON is most of a batch's cost to build and to parse.
+		if ch.Decision.Kind != "" {
+			rows[i].Reason = ch.Decision.Reason
+		}
+		if ch.Decision.Kind != "" || len(ch.Drifts) > 0 || slices.Contains(payrecon.StuckStatuses, ch.Observed) {
+			rows[i].Details = detailsOf(ch.Intent, ch.Row.Money, now)
 		}
 		if !ch.RecheckAt.IsZero() {
 			t, reason := ch.RecheckAt, ch.RecheckReason
