@@ -40,5 +40,10 @@ CREATE INDEX IF NOT EXISTS reconciliation_verified_ranges_ids
 CREATE INDEX IF NOT EXISTS reconciliation_verified_ranges_job
     ON reconciliation_verified_ranges (job, read_max);
 
+-- The commit's guard against older answers looks only at the ranges read
+-- after the oldest answer of its batch: a few, found from here.
+CREATE INDEX IF NOT EXISTS reconciliation_verified_ranges_read_max
+    ON reconciliation_verified_ranges (read_max);
+
 -- +goose Down
 DROP TABLE IF EXISTS reconciliation_verified_ranges;

@@ -73,6 +73,15 @@ WITH input AS (
            recheck_at timestamptz, recheck_reason text, err text,
            details jsonb, drifts json, judged json)
 ),
+newer AS (
+    -- The verified ranges (any job's) read after this batch's oldest
+    -- answer and overlapping its rows: the only ones that can hold a newer
+    -- answer for one of them.
+    SELECT r.ids, r.read_max
+      FROM reconciliation_verified_ranges r
+     WHERE r.read_max > (SELECT min(read_at) FROM input)
+       AND r.ids && (SELECT int8range(min(payment_id), max(payment_id), '[]') FROM input)
+),
 judged AS (
     SELECT i.payment_id,
            @refresh_seconds::float8 <= 0
@@ -93,8 +102,7 @@ judged AS (
        AND p.updated_at IS NOT DISTINCT FROM i.updated_at
        AND coalesce(p.stripe_payment_intent_id, '') = i.intent_id
        AND (p.last_reconciled_at IS NULL OR p.last_reconciled_at <= i.read_at)
-       AND NOT EXISTS (SELECT 1 FROM reconciliation_verified_ranges r
-                        WHERE r.ids @> p.id AND r.read_max > i.read_at)
+       AND NOT EXISTS (SELECT 1 FROM newer r WHERE r.ids @> p.id AND r.read_max > i.read_at)
 ),
 written AS (
     -- The same conditions again: a row the application changes while this
