@@ -123,6 +123,13 @@ func (g *Gateway) listIntents(ctx context.Context, q payrecon.ListQuery, expandC
 
 // listQuery encodes a list's parameters as stripe-go's typed list does.
 func listQuery(q payrecon.ListQuery, expandCharge bool) string {
+	values := &form.Values{}
+	form.AppendTo(values, listParams(q, expandCharge))
+	return values.Encode()
+}
+
+// listParams are a list's parameters in stripe-go's types.
+func listParams(q payrecon.ListQuery, expandCharge bool) *stripe.PaymentIntentListParams {
 	params := &stripe.PaymentIntentListParams{}
 	params.Limit = stripe.Int64(pageLimit(q.Limit))
 	if expandCharge {
@@ -140,9 +147,7 @@ func listQuery(q payrecon.ListQuery, expandCharge bool) string {
 			params.CreatedRange.LesserThanOrEqual = q.CreatedLTE.Unix()
 		}
 	}
-	values := &form.Values{}
-	form.AppendTo(values, params)
-	return values.Encode()
+	return params
 }
 
 // get makes one GET through stripe-go's raw request API and returns the

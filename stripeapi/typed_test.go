@@ -35,22 +35,8 @@ func TypedRetrieveIntent(g *Gateway, ctx context.Context, id string) (payrecon.I
 func TypedListIntents(g *Gateway, ctx context.Context, q payrecon.ListQuery) (payrecon.IntentPage, error) {
 	var page payrecon.IntentPage
 	err := g.do(ctx, opList, func(ctx context.Context) error {
-		params := &stripe.PaymentIntentListParams{}
+		params := listParams(q, true)
 		params.Single = true
-		params.Limit = stripe.Int64(pageLimit(q.Limit))
-		params.AddExpand(expandChargeList)
-		if q.StartingAfter != "" {
-			params.StartingAfter = stripe.String(q.StartingAfter)
-		}
-		if !q.CreatedGTE.IsZero() || !q.CreatedLTE.IsZero() {
-			params.CreatedRange = &stripe.RangeQueryParams{}
-			if !q.CreatedGTE.IsZero() {
-				params.CreatedRange.GreaterThanOrEqual = q.CreatedGTE.Unix()
-			}
-			if !q.CreatedLTE.IsZero() {
-				params.CreatedRange.LesserThanOrEqual = q.CreatedLTE.Unix()
-			}
-		}
 		list := g.sc.V1PaymentIntents.List(ctx, params)
 		if err := list.Err(); err != nil {
 			return err

@@ -70,31 +70,7 @@ func BenchmarkSweepWAL(b *testing.B) {
 	}{{true, 100}, {false, 100}, {false, 90}} {
 		withIndex := v.withIndex
 		b.Run(fmt.Sprintf("reconciled_order_index=%t/fillfactor=%d", withIndex, v.fillfactor), func(b *testing.B) {
-			const n = 100_000
-			pool, err := pxpool(ctx, cl.URL())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pool.Close()
-			pgtest.Exec(b, pool, "DROP SCHEMA public CASCADE")
-			pgtest.Exec(b, pool, "CREATE SCHEMA public")
-			pgtest.Exec(b, pool, "DROP TABLE IF EXISTS payrecon_schema_migrations")
-			pgtest.Exec(b, pool, "DROP SCHEMA IF EXISTS river CASCADE")
-			if _, err := postgres.Migrate(ctx, pool, slog.New(slog.DiscardHandler)); err != nil {
-				b.Fatal(err)
-			}
-			gw := newFakeGateway()
-			old := time.Now().Add(-time.Hour)
-			ps := make([]pgtest.Payment, n)
-			for i := range ps {
-				id := fmt.Sprintf("pi_%07d", i)
-				ps[i] = pgtest.Payment{IntentID: id, Status: payrecon.StatusPaid, CreatedAt: old}
-				gw.set(id, payrecon.IntentSucceeded)
-			}
-			if v.fillfactor != 100 {
-				pgtest.Exec(b, pool, fmt.Sprintf("ALTER TABLE payments SET (fillfactor = %d)", v.fillfactor))
-			}
-			pgtest.InsertPayments(b, pool, ps)
+			pool, gw := walDatabase(b, cl, v.fillfactor)
 			if withIndex {
 				pgtest.Exec(b, pool, "CREATE INDEX payments_reconciled_order ON payments ((coalesce(last_reconciled_at, created_at)))")
 			}
@@ -131,8 +107,38 @@ func BenchmarkSweepWAL(b *testing.B) {
 	}
 }
 
-func pxpool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	return pgxpool.New(ctx, url)
+// walDatabase empties the cluster's database, migrates it, and fills
+// payments with 100 k paid rows (fillfactor set first when not 100) that
+// the returned gateway says are succeeded. The pool closes with b.
+func walDatabase(b *testing.B, cl *pglocal.Cluster, fillfactor int) (*pgxpool.Pool, *fakeGateway) {
+	b.Helper()
+	const n = 100_000
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, cl.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	pgtest.Exec(b, pool, "DROP SCHEMA public CASCADE")
+	pgtest.Exec(b, pool, "CREATE SCHEMA public")
+	pgtest.Exec(b, pool, "DROP TABLE IF EXISTS payrecon_schema_migrations")
+	pgtest.Exec(b, pool, "DROP SCHEMA IF EXISTS river CASCADE")
+	if _, err := postgres.Migrate(ctx, pool, slog.New(slog.DiscardHandler)); err != nil {
+		b.Fatal(err)
+	}
+	gw := newFakeGateway()
+	old := time.Now().Add(-time.Hour)
+	ps := make([]pgtest.Payment, n)
+	for i := range ps {
+		id := fmt.Sprintf("pi_%07d", i)
+		ps[i] = pgtest.Payment{IntentID: id, Status: payrecon.StatusPaid, CreatedAt: old}
+		gw.set(id, payrecon.IntentSucceeded)
+	}
+	if fillfactor != 100 {
+		pgtest.Exec(b, pool, fmt.Sprintf("ALTER TABLE payments SET (fillfactor = %d)", fillfactor))
+	}
+	pgtest.InsertPayments(b, pool, ps)
+	return pool, gw
 }
 
 func measure(b *testing.B, pool *pgxpool.Pool, cycle func() int) walCost {
@@ -204,28 +210,7 @@ func BenchmarkVerifiedWAL(b *testing.B) {
 		refresh time.Duration
 	}{{"refresh=0", -1}, {"refresh=24h", 24 * time.Hour}, {"refresh=" + short.String(), short}} {
 		b.Run(v.name, func(b *testing.B) {
-			const n = 100_000
-			pool, err := pxpool(ctx, cl.URL())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pool.Close()
-			pgtest.Exec(b, pool, "DROP SCHEMA public CASCADE")
-			pgtest.Exec(b, pool, "CREATE SCHEMA public")
-			pgtest.Exec(b, pool, "DROP TABLE IF EXISTS payrecon_schema_migrations")
-			pgtest.Exec(b, pool, "DROP SCHEMA IF EXISTS river CASCADE")
-			if _, err := postgres.Migrate(ctx, pool, slog.New(slog.DiscardHandler)); err != nil {
-				b.Fatal(err)
-			}
-			gw := newFakeGateway()
-			old := time.Now().Add(-time.Hour)
-			ps := make([]pgtest.Payment, n)
-			for i := range ps {
-				id := fmt.Sprintf("pi_%07d", i)
-				ps[i] = pgtest.Payment{IntentID: id, Status: payrecon.StatusPaid, CreatedAt: old}
-				gw.set(id, payrecon.IntentSucceeded)
-			}
-			pgtest.InsertPayments(b, pool, ps)
+			pool, gw := walDatabase(b, cl, 100)
 			pgtest.Exec(b, pool, "VACUUM ANALYZE payments")
 			s := sweep.New(postgres.NewStore(pool), gw, sweep.Config{Job: "wal", Batch: 200, Concurrency: 8,
 				Mode: sweep.ModeRetrieve, Grace: -1, VerifiedRefresh: v.refresh})

@@ -208,6 +208,29 @@ func envInt(name string, def int) int {
 	return def
 }
 
+// benchSide is a build of payrecon a process benchmark runs.
+type benchSide struct{ name, bin string }
+
+// benchSides are this tree's binary ("after") and, with
+// PAYRECON_BENCH_BEFORE, the build it names ("before", first), with their
+// paths.
+func benchSides(b *testing.B) ([]benchSide, []string) {
+	b.Helper()
+	sides := []benchSide{{"after", binary(b)}}
+	if before := os.Getenv("PAYRECON_BENCH_BEFORE"); before != "" {
+		abs, err := filepath.Abs(before)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sides = append([]benchSide{{"before", abs}}, sides...)
+	}
+	bins := make([]string, len(sides))
+	for i, s := range sides {
+		bins[i] = s.bin
+	}
+	return sides, bins
+}
+
 // hasFlag reports whether bin's scan takes flag.
 func hasFlag(bin, flag string) bool {
 	out, _ := exec.Command(bin, "scan", "--help").CombinedOutput()
@@ -231,19 +254,7 @@ func BenchmarkScanProcess(b *testing.B) {
 	if testing.Short() {
 		b.Skip("takes minutes")
 	}
-	after := binary(b)
-	sides := []struct{ name, bin string }{{"after", after}}
-	if before := os.Getenv("PAYRECON_BENCH_BEFORE"); before != "" {
-		abs, err := filepath.Abs(before)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sides = append([]struct{ name, bin string }{{"before", abs}}, sides...)
-	}
-	bins := make([]string, len(sides))
-	for i, s := range sides {
-		bins[i] = s.bin
-	}
+	sides, bins := benchSides(b)
 	pairs := envInt("PAYRECON_BENCH_PAIRS", 3)
 	profDir := os.Getenv("PAYRECON_BENCH_PROFILE_DIR")
 	pb := newProcBench(b, envInt("PAYRECON_BENCH_ROWS", 20_000), 0, bins)
@@ -312,18 +323,7 @@ func BenchmarkScanBudget(b *testing.B) {
 	if testing.Short() {
 		b.Skip("takes minutes")
 	}
-	sides := []struct{ name, bin string }{{"after", binary(b)}}
-	if before := os.Getenv("PAYRECON_BENCH_BEFORE"); before != "" {
-		abs, err := filepath.Abs(before)
-		if err != nil {
-			b.Fatal(err)
-		}
-		sides = append([]struct{ name, bin string }{{"before", abs}}, sides...)
-	}
-	bins := make([]string, len(sides))
-	for i, s := range sides {
-		bins[i] = s.bin
-	}
+	sides, bins := benchSides(b)
 	const rps = 25
 	job := 0
 	for _, c := range []struct {
