@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -326,8 +327,10 @@ func TestRawRequestsAreTheTypedOnes(t *testing.T) {
 // BenchmarkDecode: one PaymentIntent with its expanded charge as the
 // simulator renders it, and a page of 100, decoded by stripe-go's typed
 // structs (with its list's second and third parse of each page: every
-// element's own raw JSON) and by the slim decoder: the CPU per intent the
-// second wave's charge expansion costs, and what slim decoding saves.
+// element's own raw JSON) and by the slim decoder, and the intent without
+// its charge expanded (as the first wave read it) by the typed structs: the
+// CPU per intent the second wave's charge expansion costs, and what slim
+// decoding saves.
 //
 //	go test -run '^$' -bench Decode -benchmem ./stripeapi
 func BenchmarkDecode(b *testing.B) {
@@ -340,6 +343,8 @@ func BenchmarkDecode(b *testing.B) {
 		`"disputed":false,"metadata":{},"paid":true,"payment_intent":"pi_3QbenchAAAAAAAAAAAAAAAAA","refunded":false,` +
 		`"refunds":{"object":"list","data":[],"has_more":false,"url":"/v1/charges/ch_3Qbench/refunds"},"status":"succeeded"},` +
 		`"livemode":false,"metadata":{},"payment_method":"pm_3Qbench","payment_method_types":["card"],"status":"succeeded"}`)
+	// The same intent as the first wave read it: the charge not expanded.
+	bare := regexp.MustCompile(`"latest_charge":\{.*?"status":"succeeded"\},`).ReplaceAll(one, []byte(`"latest_charge":"ch_3QbenchAAAAAAAAAAAAAAAAA",`))
 	page := []byte(`{"object":"list","has_more":true,"url":"/v1/payment_intents","data":[` +
 		strings.TrimSuffix(strings.Repeat(string(one)+",", 100), ",") + `]}`)
 	typedPage := func(body []byte) error {
@@ -359,6 +364,7 @@ func BenchmarkDecode(b *testing.B) {
 		per  int
 		dec  func([]byte) error
 	}{
+		{"retrieve/typed-charge-not-expanded", bare, 1, func(b []byte) error { _, err := typedDecodeIntent(b); return err }},
 		{"retrieve/typed", one, 1, func(b []byte) error { _, err := typedDecodeIntent(b); return err }},
 		{"retrieve/slim", one, 1, func(b []byte) error { _, err := decodeIntent(b); return err }},
 		{"list-page/typed", page, 100, typedPage},
