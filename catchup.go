@@ -98,4 +98,12 @@ type EventCursorStore interface {
 	// ResetEventCursor forgets the cursor's event and restarts it from a
 	// time, recording what was lost.
 	ResetEventCursor(ctx context.Context, r EventCursorReset) error
+	// CountEventOutcome counts one processed event's outcome on the job's
+	// cursor without moving it: an event listed late, behind the cursor,
+	// or one whose advance another catcher won after this one applied it.
+	CountEventOutcome(ctx context.Context, a EventAdvance) error
+	// ProcessedEvents reports which of ids payrecon has processed already
+	// (webhook or catch-up): the overlap re-listed behind the cursor skips
+	// them without a call to the processor.
+	ProcessedEvents(ctx context.Context, ids []string) (map[string]bool, error)
 }

@@ -54,6 +54,10 @@ const (
 	// stripe_payment_intent_id is NULL or empty). Not a drift between two
 	// sides but a fault in the local row; the sweep records it and goes on.
 	KindInvalidLocalRow Kind = "invalid_local_row"
+	// KindAccountMismatch: a Stripe event for the row's PaymentIntent came
+	// from another account than the one the row records (Connect): it was
+	// not applied.
+	KindAccountMismatch Kind = "account_mismatch"
 )
 
 // Kinds lists every finding kind in documentation order: the status kinds
@@ -73,6 +77,7 @@ var Kinds = []Kind{
 	KindDisputed,
 	KindStuckInFlight,
 	KindInvalidLocalRow,
+	KindAccountMismatch,
 }
 
 // InvalidLocalRow is the decision on a payments row that names no

@@ -25,6 +25,9 @@ type Event struct {
 	Type       string    `json:"type"`
 	APIVersion string    `json:"api_version,omitempty"`
 	Created    time.Time `json:"created"` // zero when Stripe sent none
+	// Account is the connected account the event happened on (Stripe's
+	// top-level account, set on Connect events); "" for the platform's own.
+	Account string `json:"account,omitempty"`
 	// Object is the event's data.object.
 	Object EventObject `json:"object"`
 }
@@ -111,6 +114,7 @@ func ParseEvent(payload []byte) (Event, error) {
 		Type       string `json:"type"`
 		Created    int64  `json:"created"`
 		APIVersion string `json:"api_version"`
+		Account    string `json:"account"`
 		Data       struct {
 			Object EventObject `json:"object"`
 		} `json:"data"`
@@ -118,7 +122,7 @@ func ParseEvent(payload []byte) (Event, error) {
 	if err := json.Unmarshal(payload, &raw); err != nil {
 		return Event{}, &EventError{fmt.Sprintf("not JSON of a Stripe event: %v", err)}
 	}
-	ev := Event{ID: raw.ID, Type: raw.Type, APIVersion: raw.APIVersion, Object: raw.Data.Object}
+	ev := Event{ID: raw.ID, Type: raw.Type, APIVersion: raw.APIVersion, Account: raw.Account, Object: raw.Data.Object}
 	switch {
 	case raw.Object != "event":
 		return ev, &EventError{fmt.Sprintf("not a Stripe event: object is %s", Quote(raw.Object, 40))}
@@ -128,7 +132,7 @@ func ParseEvent(payload []byte) (Event, error) {
 		return ev, &EventError{"no type"}
 	}
 	for _, f := range []struct{ name, v string }{
-		{"id", raw.ID}, {"type", raw.Type}, {"api_version", raw.APIVersion},
+		{"id", raw.ID}, {"type", raw.Type}, {"api_version", raw.APIVersion}, {"account", raw.Account},
 		{"data.object.id", ev.Object.ID}, {"data.object.object", ev.Object.Object},
 		{"data.object.status", ev.Object.Status}, {"data.object.payment_intent", ev.Object.PaymentIntent},
 		{"data.object.currency", ev.Object.Currency}, {"data.object.charge", ev.Object.Charge},
@@ -190,6 +194,11 @@ func StatusAfterEvent(eventType string) StripeStatus {
 // OutcomeIgnored is the outcome of an event payrecon records without acting
 // on.
 const OutcomeIgnored = "ignored"
+
+// OutcomeAccountMismatch is the outcome of an event from another account
+// than the one its payment's row records (Connect): not applied, an
+// account_mismatch finding opened instead.
+const OutcomeAccountMismatch = "account_mismatch"
 
 // OutcomeMoneyFinding is the outcome of a charge event that opened a money
 // finding (charge.refunded, charge.dispute.created); the payment is never

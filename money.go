@@ -44,8 +44,10 @@ func SideKinds() []Kind {
 	return append(append([]Kind(nil), MoneyKinds...), sideExtra...)
 }
 
-// sideExtra are side kinds that are not money kinds.
-var sideExtra = []Kind{KindStuckInFlight}
+// sideExtra are side kinds that are not money kinds: stuck_in_flight, and
+// account_mismatch (opened by an event, never judged by the sweep, so
+// closed only by a person).
+var sideExtra = []Kind{KindStuckInFlight, KindAccountMismatch}
 
 // IsMoney reports whether k is one of the money kinds.
 func (k Kind) IsMoney() bool {

@@ -22,6 +22,11 @@ type PaymentRow struct {
 	// has (--amount-column, --currency-column); nil when they were not
 	// read, so neither is judged.
 	Money *LocalMoney `json:"money,omitempty"`
+	// Account is the connected account the row records (--account-column;
+	// "" for the platform's own, or when there is no such column). Only a
+	// one-off read of one row sets it (postgres.Store.SweepRow): a batch's
+	// rows are all of its store's account.
+	Account string `json:"account,omitempty"`
 }
 
 // Cursor is the position of a sweep job.

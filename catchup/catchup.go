@@ -15,6 +15,12 @@
 //     and only by compare-and-set, so two catchers (a lease lost mid-round,
 //     a pooler that breaks session locks) can never skip an event, and the
 //     dedupe by event id means none is applied twice;
+//   - Stripe's list is eventually consistent: an event can become visible
+//     after newer ones were listed and the cursor moved past it. Every
+//     round lists again the Overlap (default two minutes) behind the
+//     cursor and processes what it had not seen; when nothing else
+//     happened that is the round's one request (the overlap and the new
+//     events come in one page);
 //   - a cursor older than Stripe's 30 days, or one Stripe refuses, is
 //     restarted from the 30-day bound and the loss (if any) is logged,
 //     recorded (status) and counted (metrics): the sweep covers what
@@ -29,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -53,7 +60,10 @@ const (
 	// events Stripe lists a little late (the dedupe makes the overlap free
 	// of effects).
 	checkOverlap = time.Minute
-	pageSize     = 100
+	// OverlapDefault is how far behind the cursor every round lists again,
+	// for events Stripe lists late (Config.Overlap).
+	OverlapDefault = 2 * time.Minute
+	pageSize       = 100
 )
 
 // Outcomes a catch-up records besides the processor's own.
@@ -80,6 +90,10 @@ type Config struct {
 	// Types are the event types listed (default
 	// payrecon.CatchUpEventTypes).
 	Types []string
+	// Overlap is how far behind the cursor's event every round lists again
+	// (default OverlapDefault): an event Stripe lists only after newer ones
+	// were read is caught up when it appears, if it appears within this.
+	Overlap time.Duration
 
 	// Limiter is the shared Stripe rate budget (the sweep's); nil means
 	// unlimited.
@@ -114,6 +128,9 @@ func (c Config) withDefaults() Config {
 	c.Since = min(c.Since, MaxSince)
 	if len(c.Types) == 0 {
 		c.Types = payrecon.CatchUpEventTypes
+	}
+	if c.Overlap <= 0 {
+		c.Overlap = OverlapDefault
 	}
 	if c.Clock == nil {
 		c.Clock = payrecon.SystemClock{}
@@ -162,6 +179,11 @@ type Report struct {
 	// Outcomes counts the processed events by outcome (the processor's,
 	// or duplicate, or refused).
 	Outcomes map[string]int `json:"outcomes"`
+	// Late counts the processed events found behind the cursor, in the
+	// overlap: listed by Stripe only after newer ones (also in Processed);
+	// Relisted the overlap's events that had been processed already.
+	Late     int `json:"late"`
+	Relisted int `json:"relisted"`
 	// Requests counts the requests made to Stripe.
 	Requests int `json:"stripe_requests"`
 	// MaxDelay is the largest detection delay (Stripe's created → applied)
@@ -288,6 +310,15 @@ func (c *Catcher) reset(ctx context.Context, rep *Report, cur payrecon.EventCurs
 // oldest one created at or after StartFrom (Stripe lists newest first) and
 // starts there.
 func (c *Catcher) walk(ctx context.Context, rep *Report, cur *payrecon.EventCursor) error {
+	if cur.EventID != "" {
+		done, err := c.overlap(ctx, rep, cur)
+		if err != nil {
+			return err
+		}
+		if done {
+			return c.checked(ctx, rep, cur)
+		}
+	}
 	if cur.EventID == "" {
 		page, err := c.oldestPage(ctx, rep, cur.StartFrom)
 		if err != nil {
@@ -314,6 +345,119 @@ func (c *Catcher) walk(ctx context.Context, rep *Report, cur *payrecon.EventCurs
 		if len(page.Events) == 0 {
 			return fmt.Errorf("list events before %s: an empty page that says more follow", cur.EventID)
 		}
+	}
+}
+
+// overlap lists the events created from Overlap before the cursor's event
+// and processes those not processed yet (listed late: Stripe showed newer
+// ones first), without moving the cursor. When one page holds everything
+// from there to the newest event (the usual case), its events newer than
+// the cursor are applied too, moving it, and done is true: the round made
+// one request. Otherwise only the overlap is handled here and the walk
+// goes on from the cursor.
+func (c *Catcher) overlap(ctx context.Context, rep *Report, cur *payrecon.EventCursor) (done bool, err error) {
+	from := cur.EventCreated.Add(-c.cfg.Overlap)
+	page, err := c.list(ctx, rep, payrecon.EventQuery{Types: c.cfg.Types, CreatedGTE: from, Limit: pageSize})
+	if err != nil {
+		return false, err
+	}
+	if !page.HasMore {
+		var newer, older []payrecon.RawEvent
+		at := slices.IndexFunc(page.Events, func(e payrecon.RawEvent) bool { return e.ID == cur.EventID })
+		if at >= 0 {
+			newer, older = page.Events[:at], page.Events[at+1:]
+		} else {
+			for i, e := range page.Events {
+				if !e.Created.After(cur.EventCreated) {
+					newer, older = page.Events[:i], page.Events[i:]
+					break
+				}
+				newer = page.Events[:i+1]
+			}
+		}
+		if err := c.late(ctx, rep, cur, older); err != nil {
+			return false, err
+		}
+		return true, c.apply(ctx, rep, cur, newer)
+	}
+	// Busy: the overlap alone, page by page, then the walk. Events listed
+	// before the cursor's own (in its second, newer in Stripe's order) are
+	// the walk's; until the cursor's event shows, only those of earlier
+	// seconds are surely behind it.
+	q := payrecon.EventQuery{Types: c.cfg.Types, CreatedGTE: from, CreatedLT: cur.EventCreated.Add(time.Second), Limit: pageSize}
+	passed := false
+	for {
+		page, err := c.list(ctx, rep, q)
+		if err != nil {
+			return false, err
+		}
+		behind := page.Events
+		if !passed {
+			if at := slices.IndexFunc(page.Events, func(e payrecon.RawEvent) bool { return e.ID == cur.EventID }); at >= 0 {
+				passed, behind = true, page.Events[at+1:]
+			} else {
+				behind = nil
+				for i, e := range page.Events {
+					if e.Created.Before(cur.EventCreated.Truncate(time.Second)) {
+						behind = page.Events[i:]
+						break
+					}
+				}
+			}
+		}
+		if err := c.late(ctx, rep, cur, behind); err != nil {
+			return false, err
+		}
+		if !page.HasMore || len(page.Events) == 0 {
+			return false, nil
+		}
+		q.StartingAfter = page.Events[len(page.Events)-1].ID
+	}
+}
+
+// late processes, oldest first, the events of a page behind the cursor
+// that were not processed yet, counting each outcome on the cursor without
+// moving it.
+func (c *Catcher) late(ctx context.Context, rep *Report, cur *payrecon.EventCursor, events []payrecon.RawEvent) error {
+	ids := make([]string, 0, len(events))
+	for _, e := range events {
+		ids = append(ids, e.ID)
+	}
+	seen, err := c.store.ProcessedEvents(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := len(events) - 1; i >= 0; i-- {
+		raw := events[i]
+		if raw.ID == cur.EventID || seen[raw.ID] {
+			rep.Relisted++
+			continue
+		}
+		adv, err := c.process(ctx, raw, cur)
+		if err != nil {
+			return err
+		}
+		if adv.Outcome != OutcomeDuplicate {
+			c.cfg.Logger.Info("an event Stripe listed late was caught up behind the cursor", "job", c.cfg.Job,
+				"event_id", payrecon.Quote(raw.ID, 60), "event_type", payrecon.Quote(raw.Type, 60), "outcome", adv.Outcome)
+		}
+		if err := c.store.CountEventOutcome(ctx, adv); err != nil {
+			return err
+		}
+		rep.Late++
+		c.count(rep, adv)
+	}
+	return nil
+}
+
+// count adds one processed event to the round's report and the metrics.
+func (c *Catcher) count(rep *Report, adv payrecon.EventAdvance) {
+	rep.Processed++
+	rep.Outcomes[adv.Outcome]++
+	c.metrics.events.WithLabelValues(adv.Outcome).Inc()
+	if adv.Delay > 0 {
+		c.metrics.delay.Observe(adv.Delay.Seconds())
+		rep.MaxDelay = max(rep.MaxDelay, adv.Delay)
 	}
 }
 
@@ -367,57 +511,68 @@ func (c *Catcher) list(ctx context.Context, rep *Report, q payrecon.EventQuery) 
 	return page, nil
 }
 
+// process feeds one listed event to the processor (or refuses it) and
+// returns the cursor advance past it, outcome and delay filled in.
+func (c *Catcher) process(ctx context.Context, raw payrecon.RawEvent, cur *payrecon.EventCursor) (payrecon.EventAdvance, error) {
+	adv := payrecon.EventAdvance{Job: c.cfg.Job, From: cur.EventID, To: raw.ID, ToCreated: raw.Created, Fence: c.fence.Load()}
+	ev, err := payrecon.ParseEvent(raw.JSON)
+	if err != nil {
+		// A webhook would be answered 400 and never retried into
+		// success: skip it, loudly.
+		adv.Outcome = OutcomeRefused
+		c.cfg.Logger.Warn("listed event refused; skipped", "job", c.cfg.Job, "event_id", payrecon.Quote(raw.ID, 60),
+			"event_type", payrecon.Quote(raw.Type, 60), "reason", err.Error())
+		adv.Now = c.cfg.Clock.Now()
+		return adv, nil
+	}
+	res, err := c.proc.ProcessEvent(ctx, ev)
+	if err != nil {
+		return adv, fmt.Errorf("process event %s: %w", ev.ID, err)
+	}
+	adv.Outcome = res.Outcome
+	if res.Duplicate {
+		adv.Outcome = OutcomeDuplicate
+	} else {
+		adv.Delay = max(c.cfg.Clock.Now().Sub(raw.Created), time.Nanosecond)
+		attrs := []any{"job", c.cfg.Job, "event_id", ev.ID, "event_type", ev.Type, "outcome", res.Outcome,
+			"delay", adv.Delay.Round(time.Millisecond)}
+		if res.PaymentID != 0 {
+			attrs = append(attrs, "payment_id", res.PaymentID)
+		}
+		if res.FindingID != 0 {
+			attrs = append(attrs, "finding_id", res.FindingID)
+		}
+		c.cfg.Logger.Info("event caught up", attrs...)
+	}
+	adv.Now = c.cfg.Clock.Now()
+	return adv, nil
+}
+
 // apply processes a page's events oldest first (the page is newest first),
-// moving the cursor past each.
+// moving the cursor past each. An event this catcher processed is counted
+// (report, metrics, the cursor's outcomes) even when another catcher moved
+// the cursor past it first: the other one saw it as a duplicate.
 func (c *Catcher) apply(ctx context.Context, rep *Report, cur *payrecon.EventCursor, events []payrecon.RawEvent) error {
 	for i := len(events) - 1; i >= 0; i-- {
 		raw := events[i]
-		adv := payrecon.EventAdvance{Job: c.cfg.Job, From: cur.EventID, To: raw.ID, ToCreated: raw.Created, Fence: c.fence.Load()}
-		ev, err := payrecon.ParseEvent(raw.JSON)
+		adv, err := c.process(ctx, raw, cur)
 		if err != nil {
-			// A webhook would be answered 400 and never retried into
-			// success: skip it, loudly.
-			adv.Outcome = OutcomeRefused
-			c.cfg.Logger.Warn("listed event refused; skipped", "job", c.cfg.Job, "event_id", payrecon.Quote(raw.ID, 60),
-				"event_type", payrecon.Quote(raw.Type, 60), "reason", err.Error())
-		} else {
-			res, err := c.proc.ProcessEvent(ctx, ev)
-			if err != nil {
-				return fmt.Errorf("process event %s: %w", ev.ID, err)
-			}
-			adv.Outcome = res.Outcome
-			if res.Duplicate {
-				adv.Outcome = OutcomeDuplicate
-			} else {
-				adv.Delay = max(c.cfg.Clock.Now().Sub(raw.Created), time.Nanosecond)
-			}
-			if !res.Duplicate {
-				attrs := []any{"job", c.cfg.Job, "event_id", ev.ID, "event_type", ev.Type, "outcome", res.Outcome,
-					"delay", adv.Delay.Round(time.Millisecond)}
-				if res.PaymentID != 0 {
-					attrs = append(attrs, "payment_id", res.PaymentID)
-				}
-				if res.FindingID != 0 {
-					attrs = append(attrs, "finding_id", res.FindingID)
-				}
-				c.cfg.Logger.Info("event caught up", attrs...)
-			}
-		}
-		adv.Now = c.cfg.Clock.Now()
-		if err := c.store.AdvanceEventCursor(ctx, adv); err != nil {
-			if errors.Is(err, payrecon.ErrConcurrentRun) {
-				return errStop
-			}
 			return err
 		}
-		cur.EventID, cur.EventCreated = raw.ID, raw.Created
-		rep.Processed++
-		rep.Outcomes[adv.Outcome]++
-		c.metrics.events.WithLabelValues(adv.Outcome).Inc()
-		if adv.Delay > 0 {
-			c.metrics.delay.Observe(adv.Delay.Seconds())
-			rep.MaxDelay = max(rep.MaxDelay, adv.Delay)
+		if err := c.store.AdvanceEventCursor(ctx, adv); err != nil {
+			if !errors.Is(err, payrecon.ErrConcurrentRun) {
+				return err
+			}
+			if adv.Outcome != OutcomeDuplicate {
+				if err := c.store.CountEventOutcome(ctx, adv); err != nil {
+					return err
+				}
+				c.count(rep, adv)
+			}
+			return errStop
 		}
+		cur.EventID, cur.EventCreated = raw.ID, raw.Created
+		c.count(rep, adv)
 	}
 	return nil
 }

@@ -24,7 +24,8 @@ var applied = string(payrecon.Applied)
 
 // The webhook endpoint loses a share of the deliveries: the catch-up
 // applies each lost event exactly once, finds the delivered ones already
-// processed, and then costs one request a round.
+// processed, and then costs one request a round, plus the pages of its
+// overlap when more than a page of events falls in it.
 func TestEndpointDownCatchUpAppliesEachEventOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -58,8 +59,11 @@ func TestEndpointDownCatchUpAppliesEachEventOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Processed != 0 || rep.Requests != 1 || b.listRequests()-before != 1 {
-		t.Fatalf("quiet round: processed %d with %d requests (simulator saw %d), want 0 with 1", rep.Processed, rep.Requests, b.listRequests()-before)
+	// 150 events in the overlap: the first page says more follow, so the
+	// overlap is listed on its own (two pages) and then the walk from the
+	// cursor (one).
+	if rep.Processed != 0 || rep.Requests != 4 || b.listRequests()-before != 4 {
+		t.Fatalf("quiet round: processed %d with %d requests (simulator saw %d), want 0 with 4", rep.Processed, rep.Requests, b.listRequests()-before)
 	}
 }
 
@@ -261,6 +265,11 @@ func TestTwoCatchersConcurrentlyNeitherSkipNorRepeat(t *testing.T) {
 	if n := b.count(t, "SELECT count(*) FROM stripe_webhook_events WHERE outcome = $1", applied); n != 240 {
 		t.Fatalf("%d events recorded applied, want 240", n)
 	}
+	// The cursor's outcomes count each applied event once, whichever
+	// catcher won the race to move the cursor past it (issue 23, defect 8).
+	if n := b.count(t, "SELECT coalesce((outcomes->>$1)::int, 0) FROM stripe_events_cursor", applied); n != 240 {
+		t.Fatalf("the cursor counts %d events applied, want 240", n)
+	}
 	for _, id := range ids {
 		if s, v := b.state(t, id); s != payrecon.StatusPaid || v != 1 {
 			t.Fatalf("payment %s is %s v%d, want paid v1", id, s, v)
@@ -373,7 +382,9 @@ func TestCursorOlderThan30DaysRestartsFromTheBound(t *testing.T) {
 }
 
 // Stripe refuses the cursor's event: the catch-up restarts from the last
-// time it was up to date (nothing lost) and goes on.
+// time it was up to date (nothing lost) and goes on. (Only a busy round
+// names the cursor's event to Stripe: a quiet one lists by time, from the
+// overlap behind it.)
 func TestRefusedCursorRestartsWithoutLoss(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -388,7 +399,7 @@ func TestRefusedCursorRestartsWithoutLoss(t *testing.T) {
 		To: "evt_unknown_to_stripe", ToCreated: time.Now().Add(-10 * time.Minute), Outcome: "test", Now: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	ids := b.payments(t, 4)
+	ids := b.payments(t, 104)
 	b.move(t, ids, payrecon.IntentSucceeded)
 	rep, err = c.Round(ctx)
 	if err != nil {
@@ -397,8 +408,8 @@ func TestRefusedCursorRestartsWithoutLoss(t *testing.T) {
 	if rep.Reset == nil || !rep.Reset.LostFrom.IsZero() || !strings.Contains(rep.Reset.Reason, "refused") {
 		t.Fatalf("reset %+v; want a restart without loss", rep.Reset)
 	}
-	if rep.Outcomes[applied] != 4 || rep.Outcomes[catchup.OutcomeDuplicate] != 2 {
-		t.Fatalf("outcomes %v; want the 4 new events applied and the 2 before them seen again as duplicates", rep.Outcomes)
+	if rep.Outcomes[applied] != 104 || rep.Outcomes[catchup.OutcomeDuplicate] != 2 {
+		t.Fatalf("outcomes %v; want the 104 new events applied and the 2 before them seen again as duplicates", rep.Outcomes)
 	}
 }
 
@@ -520,5 +531,50 @@ func TestRunRetriesALeaseItCannotTake(t *testing.T) {
 	}
 	if n := attempts.Load(); n < 4 {
 		t.Errorf("lease tried %d times, want the three failures and a success", n)
+	}
+}
+
+// Issue 23, defect 7: an event Stripe lists late (visible only after a
+// newer one was read and the cursor moved past it) is caught up by the next
+// round, from the overlap it lists again behind the cursor; events already
+// processed there are not fed to the processor again. A quiet round is
+// still one request.
+func TestEventListedLateIsCaughtUp(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, nil)
+	ids := b.payments(t, 3)
+	evs := b.move(t, ids, payrecon.IntentSucceeded)
+	if err := b.sim.HideEvent(evs[1]); err != nil {
+		t.Fatal(err)
+	}
+	c := b.catcher(catchup.Config{Since: time.Hour})
+	rep, err := c.Round(ctx)
+	if err != nil || rep.Outcomes[applied] != 2 {
+		t.Fatalf("first round: %+v, %v; want the two visible events applied", rep, err)
+	}
+	if s, _ := b.state(t, ids[1]); s != payrecon.StatusPending {
+		t.Fatalf("the hidden event's payment is %s", s)
+	}
+	if err := b.sim.ShowEvent(evs[1]); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = c.Round(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Late != 1 || rep.Outcomes[applied] != 1 || rep.Requests != 1 {
+		t.Fatalf("second round: %+v; want the late event applied, in one request", rep)
+	}
+	if s, v := b.state(t, ids[1]); s != payrecon.StatusPaid || v != 1 {
+		t.Fatalf("the late event's payment is %s v%d, want paid v1", s, v)
+	}
+	rep, err = c.Round(ctx)
+	// Behind the cursor's event (the newest): the two others.
+	if err != nil || rep.Processed != 0 || rep.Relisted != 2 || rep.Requests != 1 {
+		t.Fatalf("quiet round: %+v, %v; want nothing processed, two relisted, one request", rep, err)
+	}
+	if n := b.count(t, "SELECT coalesce((outcomes->>$1)::int, 0) FROM stripe_events_cursor", applied); n != 3 {
+		t.Fatalf("the cursor counts %d events applied, want 3", n)
 	}
 }

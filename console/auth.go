@@ -59,10 +59,11 @@ type auth struct {
 	ttl      time.Duration
 	now      func() time.Time
 	logins   *loginLimiter
+	sessions SessionStore
 }
 
-func newAuth(password string, iterations int, ttl time.Duration, now func() time.Time, perMinute float64, burst int) (*auth, error) {
-	a := &auth{open: password == "", ttl: ttl, now: now, logins: newLoginLimiter(perMinute, burst)}
+func newAuth(password string, iterations int, ttl time.Duration, now func() time.Time, logins *loginLimiter, sessions SessionStore) (*auth, error) {
+	a := &auth{open: password == "", ttl: ttl, now: now, logins: logins, sessions: sessions}
 	if a.open {
 		a.key = make([]byte, 32)
 		if _, err := rand.Read(a.key); err != nil {
@@ -97,20 +98,40 @@ func (a *auth) mac(parts ...string) []byte {
 
 var b64 = base64.RawURLEncoding
 
-// newSession signs a session for operator: "v1.<expiry>.<id>.<operator>.<mac>".
-func (a *auth) newSession(operator string) (session, string, error) {
+// newSession starts a session for operator, recorded in the session
+// store, and signs its cookie: "v1.<expiry>.<id>.<operator>.<mac>".
+func (a *auth) newSession(ctx context.Context, operator string) (session, string, error) {
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return session{}, "", err
 	}
-	s := session{ID: hex.EncodeToString(id), Operator: operator, Expires: a.now().Add(a.ttl)}
+	now := a.now()
+	s := session{ID: hex.EncodeToString(id), Operator: operator, Expires: now.Add(a.ttl)}
+	if err := a.sessions.StartSession(ctx, sessionHash(s.ID), operator, now, s.Expires); err != nil {
+		return session{}, "", err
+	}
 	exp := strconv.FormatInt(s.Expires.Unix(), 10)
 	op := b64.EncodeToString([]byte(operator))
 	return s, strings.Join([]string{"v1", exp, s.ID, op, b64.EncodeToString(a.mac("session", exp, s.ID, op))}, "."), nil
 }
 
+// sessionHash is how the session store knows a session.
+func sessionHash(id string) []byte {
+	h := sha256.Sum256([]byte(id))
+	return h[:]
+}
+
+// endSession deletes the session from the store (the anonymous session of
+// an open console has nothing to end).
+func (a *auth) endSession(ctx context.Context, s session) error {
+	if s.ID == openSessionID {
+		return nil
+	}
+	return a.sessions.EndSession(ctx, sessionHash(s.ID))
+}
+
 // parseSession checks a cookie value: its MAC (in constant time) and its
-// expiry.
+// expiry; resolve then asks the store whether it is still open.
 func (a *auth) parseSession(v string) (session, bool) {
 	p := strings.Split(v, ".")
 	if len(p) != 5 || p[0] != "v1" {
@@ -172,18 +193,29 @@ func (a *auth) setCookie(w http.ResponseWriter, r *http.Request, name, value str
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r)})
 }
 
-// resolve returns the request's session: the cookie's when valid; without
-// a password, an anonymous one when there is no cookie.
-func (a *auth) resolve(r *http.Request) (session, bool) {
+// openSessionID is the anonymous session of a console without a password.
+const openSessionID = "open"
+
+// resolve returns the request's session: the cookie's when it is signed,
+// unexpired and still in the session store (not logged out); without a
+// password, an anonymous one otherwise. An error is the store's: the
+// session could not be checked.
+func (a *auth) resolve(r *http.Request) (session, bool, error) {
 	if c, err := r.Cookie(sessionCookie); err == nil {
 		if s, ok := a.parseSession(c.Value); ok {
-			return s, true
+			valid, err := a.sessions.SessionValid(r.Context(), sessionHash(s.ID), a.now())
+			if err != nil {
+				return session{}, false, err
+			}
+			if valid {
+				return s, true, nil
+			}
 		}
 	}
 	if a.open {
-		return session{ID: "open", Operator: OperatorDefault}, true
+		return session{ID: openSessionID, Operator: OperatorDefault}, true, nil
 	}
-	return session{}, false
+	return session{}, false, nil
 }
 
 // OperatorDefault is the name recorded with actions when the operator gave
@@ -209,66 +241,122 @@ func cleanOperator(s string) string {
 	return s
 }
 
-// loginLimiter rate-limits login attempts per client address: a burst, then
-// a steady trickle. The map is bounded: idle entries go when it grows.
+// loginLimiter rate-limits login attempts (and wrong metrics passwords)
+// per client and for the whole process: a client has a burst, then a
+// steady trickle; all clients together have a larger burst and trickle, so
+// that a flood from many addresses gets no more guesses than the process
+// allows. The per-client table is bounded without forgetting anyone who is
+// throttled: when it is full, only entries whose bucket has refilled (which
+// hold nothing a new entry would not) are dropped, and a client that finds
+// it still full shares one overflow bucket with the others in that case.
 type loginLimiter struct {
-	mu      sync.Mutex
-	perMin  float64
-	burst   int
-	clients map[string]*clientLimiter
+	mu       sync.Mutex
+	perMin   float64
+	burst    int
+	global   *rate.Limiter
+	overflow *rate.Limiter
+	clients  map[string]*rate.Limiter
+	max      int
 }
 
-type clientLimiter struct {
-	lim  *rate.Limiter
-	seen time.Time
-}
-
+// loginLimiterMaxClients bounds the per-client table. With the global
+// limit in front (an entry is made only for an attempt the global bucket
+// let through), it holds at most the attempts of the last refill period.
 const loginLimiterMaxClients = 4096
 
-func newLoginLimiter(perMinute float64, burst int) *loginLimiter {
-	return &loginLimiter{perMin: perMinute, burst: burst, clients: map[string]*clientLimiter{}}
+func newLoginLimiter(perMinute float64, burst int, totalPerMinute float64, totalBurst int) *loginLimiter {
+	return &loginLimiter{perMin: perMinute, burst: burst, max: loginLimiterMaxClients,
+		global:   rate.NewLimiter(rate.Limit(totalPerMinute/60), totalBurst),
+		overflow: rate.NewLimiter(rate.Limit(perMinute/60), burst),
+		clients:  map[string]*rate.Limiter{}}
 }
 
-// allow takes a token for the client at now; when none is left it says how
-// long until one is.
+// allow takes a token for the client at now, from its bucket and the
+// global one (both or neither); when either is empty it says how long
+// until both have one.
 func (l *loginLimiter) allow(client string, now time.Time) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	c := l.clients[client]
-	if c == nil {
-		if len(l.clients) >= loginLimiterMaxClients {
-			for k, v := range l.clients {
-				if now.Sub(v.seen) > 10*time.Minute {
-					delete(l.clients, k)
-				}
-			}
-			if len(l.clients) >= loginLimiterMaxClients {
-				clear(l.clients) // a flood of addresses: start over rather than grow
-			}
-		}
-		c = &clientLimiter{lim: rate.NewLimiter(rate.Limit(l.perMin/60), l.burst)}
-		l.clients[client] = c
-	}
-	c.seen = now
-	res := c.lim.ReserveN(now, 1)
-	if !res.OK() {
-		return false, time.Minute
-	}
-	if d := res.DelayFrom(now); d > 0 {
-		res.CancelAt(now)
+	if d := l.waitLocked(client, now); d > 0 {
 		return false, d
 	}
+	l.global.AllowN(now, 1)
+	l.clientLocked(client, now).AllowN(now, 1)
 	return true, 0
 }
 
-// clientAddr is the address rate limits apply to: the TCP peer. Forwarded
-// headers are not trusted for this, since anyone can send them.
+// wait says how long until the client could try (0: now), taking nothing.
+func (l *loginLimiter) wait(client string, now time.Time) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.waitLocked(client, now)
+}
+
+func (l *loginLimiter) waitLocked(client string, now time.Time) time.Duration {
+	d := tokenWait(l.global, now)
+	if c, ok := l.clients[client]; ok {
+		d = max(d, tokenWait(c, now))
+	} else if len(l.clients) >= l.max {
+		d = max(d, tokenWait(l.overflow, now)) // clientLocked may have to use it
+	}
+	return d
+}
+
+// clientLocked returns the client's bucket, making one when there is room.
+func (l *loginLimiter) clientLocked(client string, now time.Time) *rate.Limiter {
+	if c, ok := l.clients[client]; ok {
+		return c
+	}
+	if len(l.clients) >= l.max {
+		for k, c := range l.clients {
+			if c.TokensAt(now) >= float64(l.burst) {
+				delete(l.clients, k) // refilled: a new entry would be the same
+			}
+		}
+		if len(l.clients) >= l.max {
+			return l.overflow
+		}
+	}
+	c := rate.NewLimiter(rate.Limit(l.perMin/60), l.burst)
+	l.clients[client] = c
+	return c
+}
+
+// tokenWait is how long until lim has a token at now.
+func tokenWait(lim *rate.Limiter, now time.Time) time.Duration {
+	t := lim.TokensAt(now)
+	if t >= 1 {
+		return 0
+	}
+	if lim.Limit() <= 0 {
+		return time.Hour
+	}
+	return time.Duration((1 - t) / float64(lim.Limit()) * float64(time.Second))
+}
+
+// clientAddr is the address logs name: the TCP peer. Forwarded headers are
+// not trusted, since anyone can send them.
 func clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// clientKey is the client rate limits apply to: the peer's IPv4 address, or
+// its IPv6 /64 (one machine is given a whole /64, and would otherwise have
+// 2^64 addresses to rotate through).
+func clientKey(r *http.Request) string {
+	host := clientAddr(r)
+	ip := net.ParseIP(host)
+	if ip == nil {
+		return host
+	}
+	if v4 := ip.To4(); v4 != nil {
+		return v4.String()
+	}
+	return (&net.IPNet{IP: ip.Mask(net.CIDRMask(64, 128)), Mask: net.CIDRMask(64, 128)}).String()
 }
 
 // errLoginThrottled is the login limiter's refusal.

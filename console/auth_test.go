@@ -159,8 +159,8 @@ func TestLoginAndSessions(t *testing.T) {
 		if r := get(t, b.admin+"/console/assets/console.css"); r.status != http.StatusOK || !strings.Contains(r.header.Get("Content-Type"), "text/css") {
 			t.Errorf("the stylesheet = %d %s, want it served to the login page", r.status, r.header.Get("Content-Type"))
 		}
-		if r := get(t, b.admin+"/metrics"); r.status != http.StatusOK {
-			t.Errorf("/metrics = %d (scrapes need no login)", r.status)
+		if r := get(t, b.admin+"/metrics"); r.status != http.StatusUnauthorized {
+			t.Errorf("/metrics = %d, want 401 (TestAdminHardening: basic auth, or --metrics-public)", r.status)
 		}
 	})
 }

@@ -18,12 +18,16 @@
 // (Protect) need a login: POST /console/login with the form field password
 // (and optionally name, recorded with the operator's actions) sets an
 // HttpOnly, SameSite=Strict session cookie, Secure over TLS or behind a
-// proxy that sends X-Forwarded-Proto: https. Sessions are stateless: an
-// HMAC-signed cookie whose key is derived from the password, so replicas
-// that share the password share sessions. Login attempts are rate-limited
-// per client address and logged (never the password). Without a password the
-// console is open to whoever reaches the admin listener, which the service
-// allows only on a loopback address.
+// proxy that sends X-Forwarded-Proto: https. The cookie is HMAC-signed with
+// a key derived from the password (so a password change ends every
+// session) and valid only while its session is in the SessionStore, which
+// the replicas share: a logout on one ends the session on all. /metrics
+// (ProtectMetrics) takes the password as HTTP basic auth or a session,
+// unless it is public. Login attempts are rate-limited per client (an IPv4
+// address, an IPv6 /64) and for the whole process, and logged (never the
+// password). Without a password the console is open to whoever reaches the
+// admin listener, which the service allows only on a loopback address, and
+// answers only requests whose Host is a loopback name (no DNS rebinding).
 //
 // Every action (resolve, recheck, retry) is a POST carrying a CSRF token
 // bound to the session; cross-site POSTs are refused before the token is
@@ -37,8 +41,10 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,9 +62,15 @@ const (
 	// the password into the session key (OWASP's figure).
 	KDFIterationsDefault = 600_000
 	// LoginsPerMinuteDefault and LoginBurstDefault limit login attempts per
-	// client address.
+	// client address (an IPv6 client: its /64).
 	LoginsPerMinuteDefault = 6
 	LoginBurstDefault      = 5
+	// LoginsPerMinuteTotalDefault and LoginBurstTotalDefault limit login
+	// attempts of all clients together: a flood from many addresses gets
+	// no more than these (and, while it lasts, locks new logins out;
+	// sessions already open go on working).
+	LoginsPerMinuteTotalDefault = 30
+	LoginBurstTotalDefault      = 20
 	// PageSizeDefault is the findings list's page size.
 	PageSizeDefault = 50
 )
@@ -71,6 +83,8 @@ type Config struct {
 	Read ReadModel
 	// Actions are the operator's actions.
 	Actions Actions
+	// Sessions keeps the sessions on the server (postgres.ConsoleSessions).
+	Sessions SessionStore
 	// StripeHealthFunc, when set, reports the Stripe client's state for the
 	// overview.
 	StripeHealthFunc func() StripeHealth
@@ -87,6 +101,11 @@ type Config struct {
 	// (defaults LoginsPerMinuteDefault, LoginBurstDefault).
 	LoginsPerMinute float64
 	LoginBurst      int
+	// LoginsPerMinuteTotal and LoginBurstTotal rate-limit the logins of all
+	// clients together (defaults LoginsPerMinuteTotalDefault,
+	// LoginBurstTotalDefault).
+	LoginsPerMinuteTotal float64
+	LoginBurstTotal      int
 }
 
 // Console serves the console's pages.
@@ -102,8 +121,8 @@ type Console struct {
 
 // New builds the console.
 func New(cfg Config) (*Console, error) {
-	if cfg.Read == nil || cfg.Actions == nil {
-		return nil, errors.New("console: a read model and actions are required")
+	if cfg.Read == nil || cfg.Actions == nil || cfg.Sessions == nil {
+		return nil, errors.New("console: a read model, actions and a session store are required")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -123,7 +142,14 @@ func New(cfg Config) (*Console, error) {
 	if cfg.LoginBurst <= 0 {
 		cfg.LoginBurst = LoginBurstDefault
 	}
-	a, err := newAuth(cfg.Password, cfg.KDFIterations, cfg.SessionTTL, cfg.Clock.Now, cfg.LoginsPerMinute, cfg.LoginBurst)
+	if cfg.LoginsPerMinuteTotal <= 0 {
+		cfg.LoginsPerMinuteTotal = LoginsPerMinuteTotalDefault
+	}
+	if cfg.LoginBurstTotal <= 0 {
+		cfg.LoginBurstTotal = LoginBurstTotalDefault
+	}
+	logins := newLoginLimiter(cfg.LoginsPerMinute, cfg.LoginBurst, cfg.LoginsPerMinuteTotal, cfg.LoginBurstTotal)
+	a, err := newAuth(cfg.Password, cfg.KDFIterations, cfg.SessionTTL, cfg.Clock.Now, logins, cfg.Sessions)
 	if err != nil {
 		return nil, fmt.Errorf("console: session key: %w", err)
 	}
@@ -147,18 +173,112 @@ func (c *Console) Open() bool { return c.auth.open }
 
 // ServeHTTP serves /console/.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Referrer-Policy", "same-origin")
+	frameHeaders(w.Header())
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'; form-action 'self'")
+	if !c.hostAllowed(w, r) {
+		return
+	}
 	c.mux.ServeHTTP(w, r)
+}
+
+// frameHeaders are the headers of every admin page: never framed (no
+// clickjacking), never sniffed into another type, no Referer to elsewhere.
+func frameHeaders(h http.Header) {
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
 }
 
 // Protect wraps another admin handler (River's dashboard) in the console's
 // login and cross-origin protection: without a session, GET and HEAD are
-// sent to the login page and everything else is refused with 401.
+// sent to the login page and everything else is refused with 401. Its
+// answers are never framed (X-Frame-Options, CSP frame-ancestors) nor
+// sniffed, and, without a password, served only to loopback Host names.
 func (c *Console) Protect(h http.Handler) http.Handler {
-	return c.cop.Handler(c.requireSession(h))
+	inner := c.cop.Handler(c.requireSession(h))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		frameHeaders(w.Header())
+		w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
+		if !c.hostAllowed(w, r) {
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+}
+
+// ProtectMetrics wraps the admin listener's /metrics. Without a password it
+// is served to loopback Host names only (as the console is). With one it
+// needs a session cookie or HTTP basic auth with the console password (any
+// user name; Prometheus's basic_auth), whose wrong guesses count against
+// the login limits, unless public is set (--metrics-public): then anyone
+// who reaches the admin address reads the metrics.
+func (c *Console) ProtectMetrics(h http.Handler, public bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		if !c.hostAllowed(w, r) {
+			return
+		}
+		if c.auth.open || public {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if _, pw, ok := r.BasicAuth(); ok {
+			addr, key := clientAddr(r), clientKey(r)
+			if wait := c.auth.logins.wait(key, c.clock.Now()); wait > 0 {
+				c.log.Warn("console: metrics refused", "reason", "rate_limited", "remote_addr", addr)
+				w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+				http.Error(w, errLoginThrottled.Error(), http.StatusTooManyRequests)
+				return
+			}
+			if c.auth.checkPassword(pw) {
+				h.ServeHTTP(w, r)
+				return
+			}
+			c.auth.logins.allow(key, c.clock.Now()) // a wrong guess costs what a login does
+			c.log.Warn("console: metrics refused", "reason", "wrong_password", "remote_addr", addr)
+		} else if _, ok, err := c.auth.resolve(r); err != nil {
+			c.sessionUnchecked(w, r, err)
+			return
+		} else if ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Basic realm="payrecon metrics", charset="UTF-8"`)
+		w.Header().Set("Cache-Control", "no-store")
+		http.Error(w, "/metrics needs the console password (HTTP basic auth, any user name) or a console session; "+
+			"--metrics-public serves it without one", http.StatusUnauthorized)
+	})
+}
+
+// hostAllowed refuses, on a console without a password, a request whose
+// Host is not a loopback name: a page of another site that rebinds its
+// name to 127.0.0.1 is same-origin with itself, so neither the cookie's
+// SameSite nor the origin checks stop it, but its Host is its own name.
+// With a password every Host is served: the login protects the console.
+func (c *Console) hostAllowed(w http.ResponseWriter, r *http.Request) bool {
+	if !c.auth.open || loopbackHost(r.Host) {
+		return true
+	}
+	c.log.Warn("console: request refused: the console has no password and the Host is not a loopback name (DNS rebinding?)",
+		"host", r.Host, "method", r.Method, "path", r.URL.Path, "remote_addr", clientAddr(r))
+	http.Error(w, "this console has no password, so it answers only requests addressed to 127.0.0.1, localhost or [::1]; "+
+		"set PAYRECON_CONSOLE_PASSWORD to reach it under another name", http.StatusForbidden)
+	return false
+}
+
+// loopbackHost reports whether a Host header names this machine's loopback
+// interface: localhost, or a loopback IP literal, with or without a port.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	} else {
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // routes is the console's one map.
@@ -186,7 +306,11 @@ func (c *Console) routes() {
 // request away: GET and HEAD to the login page (then back), others 401.
 func (c *Console) requireSession(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, ok := c.auth.resolve(r)
+		s, ok, err := c.auth.resolve(r)
+		if err != nil {
+			c.sessionUnchecked(w, r, err)
+			return
+		}
 		if !ok {
 			w.Header().Set("Cache-Control", "no-store")
 			if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -198,6 +322,16 @@ func (c *Console) requireSession(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r.WithContext(contextWith(r.Context(), s)))
 	})
+}
+
+// sessionUnchecked answers a request whose session the store could not
+// check (the database is down): 503, never a page.
+func (c *Console) sessionUnchecked(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() == nil {
+		c.log.Error("console: check session", "path", r.URL.Path, "error", err)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Error(w, "the session could not be checked: the database does not answer; try again", http.StatusServiceUnavailable)
 }
 
 // action guards a state-changing POST: same-origin only, a session, and the

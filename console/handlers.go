@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/payrecon/payrecon"
 )
@@ -333,7 +334,10 @@ type lookupData struct {
 
 func (c *Console) handleLookup(w http.ResponseWriter, r *http.Request, p *page) (string, int, error) {
 	q := strings.TrimSpace(r.URL.Query().Get("q"))
-	if len(q) > 255 {
+	switch {
+	case !validText(q):
+		return "", 0, badRequest("the search text is not valid text (invalid UTF-8 or a NUL byte)")
+	case utf8.RuneCountInString(q) > 255:
 		return "", 0, badRequest("the search text is too long")
 	}
 	d := lookupData{Q: q}
@@ -380,7 +384,7 @@ func (c *Console) handleLogin(w http.ResponseWriter, r *http.Request) {
 	name := cleanOperator(r.PostForm.Get("name"))
 	addr := clientAddr(r)
 	p := &page{Title: "Log in", Open: c.auth.open, Now: c.clock.Now()}
-	if ok, wait := c.auth.logins.allow(addr, c.clock.Now()); !ok {
+	if ok, wait := c.auth.logins.allow(clientKey(r), c.clock.Now()); !ok {
 		c.log.Warn("console: login refused", "reason", "rate_limited", "operator", name, "remote_addr", addr)
 		secs := int(wait.Seconds()) + 1
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
@@ -394,10 +398,10 @@ func (c *Console) handleLogin(w http.ResponseWriter, r *http.Request) {
 		c.render(w, "login", http.StatusUnauthorized, p)
 		return
 	}
-	s, value, err := c.auth.newSession(name)
+	s, value, err := c.auth.newSession(r.Context(), name)
 	if err != nil {
 		c.log.Error("console: new session", "error", err)
-		http.Error(w, "could not start a session", http.StatusInternalServerError)
+		http.Error(w, "could not start a session: the database does not answer; try again", http.StatusServiceUnavailable)
 		return
 	}
 	c.auth.setCookie(w, r, sessionCookie, value, int(c.cfg.SessionTTL.Seconds()))
@@ -406,13 +410,25 @@ func (c *Console) handleLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) handleLogout(w http.ResponseWriter, r *http.Request, s session) {
+	if err := c.auth.endSession(r.Context(), s); err != nil {
+		c.log.Error("console: logout", "operator", s.Operator, "error", err)
+		http.Error(w, "the session could not be ended: the database does not answer; try again", http.StatusServiceUnavailable)
+		return
+	}
 	c.auth.setCookie(w, r, sessionCookie, "", -1)
 	c.log.Info("console: logout", "operator", s.Operator, "remote_addr", clientAddr(r))
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 }
 
-// maxNote bounds a resolution note.
+// maxNote bounds a resolution note, in characters (as the form's
+// maxlength counts them).
 const maxNote = 2000
+
+// validText reports whether s can be stored and searched as text: valid
+// UTF-8 without NUL bytes (PostgreSQL refuses both).
+func validText(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsRune(s, 0)
+}
 
 func (c *Console) handleResolve(w http.ResponseWriter, r *http.Request, s session) {
 	id, err := pathID(r, "id")
@@ -426,7 +442,10 @@ func (c *Console) handleResolve(w http.ResponseWriter, r *http.Request, s sessio
 	case note == "":
 		c.redirectWith(w, r, back, "Not resolved: say why in the note.")
 		return
-	case len(note) > maxNote:
+	case !validText(note):
+		c.redirectWith(w, r, back, "Not resolved: the note is not valid text (invalid UTF-8 or a NUL byte).")
+		return
+	case utf8.RuneCountInString(note) > maxNote:
 		c.redirectWith(w, r, back, fmt.Sprintf("Not resolved: the note is longer than %d characters.", maxNote))
 		return
 	}

@@ -43,6 +43,22 @@ type Actions interface {
 	RetryDeadLetter(ctx context.Context, jobID int64, operator string) (string, error)
 }
 
+// SessionStore keeps the console's sessions on the server, shared by the
+// replicas: a cookie opens the console only while its session is stored,
+// so a logout on any replica ends it there and everywhere.
+// postgres.ConsoleSessions implements it. Sessions are known by the
+// SHA-256 of their id, never by the id the cookie carries.
+type SessionStore interface {
+	// StartSession records a session until expires (and may delete the
+	// sessions expired at now).
+	StartSession(ctx context.Context, idHash []byte, operator string, now, expires time.Time) error
+	// SessionValid reports whether the session is recorded and unexpired
+	// at now.
+	SessionValid(ctx context.Context, idHash []byte, now time.Time) (bool, error)
+	// EndSession deletes a session; one that is not there is no error.
+	EndSession(ctx context.Context, idHash []byte) error
+}
+
 // Overview is the console's first page.
 type Overview struct {
 	Now time.Time

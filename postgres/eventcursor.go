@@ -92,6 +92,41 @@ func (s *EventCursors) AdvanceEventCursor(ctx context.Context, a payrecon.EventA
 	})
 }
 
+// CountEventOutcome implements payrecon.EventCursorStore.
+func (s *EventCursors) CountEventOutcome(ctx context.Context, a payrecon.EventAdvance) error {
+	var delay *float64
+	if a.Delay > 0 {
+		d := a.Delay.Seconds()
+		delay = &d
+	}
+	if _, err := s.pool.Exec(ctx, queries.Get("events_cursor_count"), pgx.StrictNamedArgs{
+		"job": a.Job, "outcome": a.Outcome, "delay_seconds": delay, "now": a.Now,
+	}); err != nil {
+		return fmt.Errorf("count event %s's outcome on events cursor %q: %w", a.To, a.Job, err)
+	}
+	return nil
+}
+
+// ProcessedEvents implements payrecon.EventCursorStore.
+func (s *EventCursors) ProcessedEvents(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, queries.Get("events_processed"), pgx.StrictNamedArgs{"ids": ids})
+	if err != nil {
+		return nil, fmt.Errorf("look up %d processed events: %w", len(ids), err)
+	}
+	seen, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("look up %d processed events: %w", len(ids), err)
+	}
+	for _, id := range seen {
+		out[id] = true
+	}
+	return out, nil
+}
+
 // MarkEventCursorChecked implements payrecon.EventCursorStore.
 func (s *EventCursors) MarkEventCursorChecked(ctx context.Context, job, eventID string, now time.Time) error {
 	tag, err := s.pool.Exec(ctx, queries.Get("events_cursor_checked"), pgx.StrictNamedArgs{

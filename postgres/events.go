@@ -35,6 +35,10 @@ type Events struct {
 	source payrecon.TransitionSource
 	// Ignore lists the kinds never recorded (--ignore-kinds).
 	Ignore map[payrecon.Kind]bool
+	// Accounts, when found, makes every event be checked against the
+	// account its payment's row records (Connect): one from another
+	// account is never applied and opens account_mismatch.
+	Accounts AccountColumn
 }
 
 var _ payrecon.EventProcessor = (*Events)(nil)
@@ -98,6 +102,9 @@ func (e *Events) ProcessEvent(ctx context.Context, ev payrecon.Event) (payrecon.
 
 // apply acts on a claimed event inside its transaction.
 func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now time.Time, res *payrecon.EventResult) error {
+	if mismatch, err := e.checkEventAccount(ctx, tx, ev, now, res); mismatch || err != nil {
+		return err
+	}
 	cmd, ok := payrecon.CommandForEvent(ev.Type)
 	if !ok {
 		if charge := payrecon.ChargeFromEvent(ev, now); charge != nil && ev.IntentID() != "" {

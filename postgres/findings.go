@@ -247,7 +247,7 @@ func (s *Store) SweepRow(ctx context.Context, id int64) (payrecon.PaymentRow, er
 		currency *string
 	)
 	err := s.pool.QueryRow(ctx, s.read("sweep_row"), pgx.StrictNamedArgs{"id": id}).
-		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency)
+		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency, &r.Account)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("payment %d: %w", id, payrecon.ErrNotFound)
 	}
@@ -297,7 +297,7 @@ func (r *Findings) IntentEvents(ctx context.Context, intent string, limit int) (
 // cycle has left to do.
 func (s *Store) RowsAhead(ctx context.Context, job string) (int64, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, queries.Get("rows_ahead"), pgx.StrictNamedArgs{"job": job}).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, s.read("rows_ahead"), s.scoped(pgx.StrictNamedArgs{"job": job})).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count rows ahead of the cursor of %q: %w", job, err)
 	}
 	return n, nil

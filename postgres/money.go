@@ -110,10 +110,7 @@ func moneySQL(q string, m MoneyColumns) string {
 func (s *Store) WithMoneyColumns(m MoneyColumns) *Store {
 	r := *s
 	r.money = &m
-	r.reads = map[string]string{}
-	for _, name := range []string{"read_batch", "read_recent_batch", "read_rechecks", "sweep_row"} {
-		r.reads[name] = moneySQL(queries.Get(name), m)
-	}
+	r.rebuild()
 	return &r
 }
 

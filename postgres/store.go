@@ -31,6 +31,10 @@ type Store struct {
 	// (reads, by name) return with each row (WithMoneyColumns).
 	money *MoneyColumns
 	reads map[string]string
+	// accounts, when set, makes the store read only the rows of account
+	// (ForAccount).
+	accounts *AccountColumn
+	account  string
 }
 
 var _ payrecon.SweepStore = (*Store)(nil)
@@ -66,7 +70,7 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 	b.Queue(queries.Get("ensure_cursor"), pgx.StrictNamedArgs{"job": job, "now": now})
 	var rows, rechecks []payrecon.PaymentRow
 	found := false
-	read, args := s.read("read_batch"), pgx.StrictNamedArgs{"job": job, "limit": limit}
+	read, args := s.read("read_batch"), s.scoped(pgx.StrictNamedArgs{"job": job, "limit": limit})
 	if s.window > 0 {
 		read, args["since"] = s.read("read_recent_batch"), now.Add(-s.window)
 	}
@@ -102,7 +106,7 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 		return rs.Err()
 	})
 	if recheckLimit > 0 {
-		b.Queue(s.read("read_rechecks"), pgx.StrictNamedArgs{"job": job, "now": now, "limit": recheckLimit}).Query(func(rs pgx.Rows) error {
+		b.Queue(s.read("read_rechecks"), s.scoped(pgx.StrictNamedArgs{"job": job, "now": now, "limit": recheckLimit})).Query(func(rs pgx.Rows) error {
 			for rs.Next() {
 				r := payrecon.PaymentRow{FromRecheck: true}
 				var (
@@ -153,6 +157,9 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 		if err := checkFence(ctx, tx, c.Job, c.Fence); err != nil {
 			return err
 		}
+		if err := checkJobFence(ctx, tx, c.Job); err != nil {
+			return err
+		}
 		if c.Advance {
 			tag, err := tx.Exec(ctx, queries.Get("commit_cursor"), pgx.StrictNamedArgs{
 				"job": c.Job, "from": c.From, "to": c.To, "rows": len(c.Checks), "busy_seconds": c.Busy.Seconds(), "now": c.Now,
@@ -165,14 +172,15 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			}
 		}
 		b := &pgx.Batch{}
-		b.Queue(queries.Get("commit_checks"), pgx.StrictNamedArgs{
+		b.Queue(s.read("commit_checks"), s.scoped(pgx.StrictNamedArgs{
 			"checks": checks, "job": c.Job, "now": c.Now, "grace": c.Grace,
 			"not_found": string(payrecon.NotFound), "changed": payrecon.RecheckChanged,
 			"healed": string(payrecon.ResolvedHealed), "superseded": string(payrecon.ResolvedSuperseded),
 			"side_kinds": kindStrings(payrecon.SideKinds()), "needs_review": string(payrecon.NeedsReview),
 			"stuck_kind": string(payrecon.KindStuckInFlight), "stuck_statuses": stuckStatuses, "stuck_limits": stuckLimits,
 			"inflight_statuses": inflight, "refresh_seconds": max(c.VerifiedRefresh, 0).Seconds(),
-		}).QueryRow(func(row pgx.Row) error {
+			"range_account": s.rangeAccount(),
+		})).QueryRow(func(row pgx.Row) error {
 			var opened, resolved []string
 			if err := row.Scan(&res.Verified, &res.Stale, &opened, &resolved, &res.Commands); err != nil {
 				return err
@@ -192,7 +200,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 		if rng, ok := s.verifiedRange(c); ok {
 			b.Queue(queries.Get("record_verified_range"), pgx.StrictNamedArgs{
 				"job": c.Job, "lo": rng.lo, "hi": rng.hi, "read_min": rng.readMin, "read_max": rng.readMax,
-				"row_count": rng.rows, "prune_before": rng.pruneBefore,
+				"row_count": rng.rows, "prune_before": rng.pruneBefore, "range_account": s.rangeAccount(),
 			})
 		}
 		if invalid := invalidRows(c.Checks); len(invalid) > 0 {
@@ -237,6 +245,17 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 // to keep another job's older answers from being applied, which are never
 // this old.
 const windowRangeKeep = time.Hour
+
+// rangeAccount is the account the store's verified ranges are recorded
+// under and compared with: its account when it reads one account's rows,
+// NULL otherwise.
+func (s *Store) rangeAccount() *string {
+	if s.accounts == nil {
+		return nil
+	}
+	a := s.account
+	return &a
+}
 
 // verifiedRange is what record_verified_range.sql records for a batch.
 type verifiedRange struct {
@@ -406,6 +425,9 @@ func (s *Store) Wrap(ctx context.Context, job string, from, fence int64, now tim
 		if err := checkFence(ctx, tx, job, fence); err != nil {
 			return err
 		}
+		if err := checkJobFence(ctx, tx, job); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, queries.Get("wrap_cursor"), pgx.StrictNamedArgs{"job": job, "from": from, "now": now})
 		if err != nil {
 			return fmt.Errorf("wrap cursor %q: %w", job, err)
@@ -427,7 +449,7 @@ func (s *Store) Wrap(ctx context.Context, job string, from, fence int64, now tim
 // entries.
 func (s *Store) CountCreatedBetween(ctx context.Context, lo, hi time.Time, limit int64) (int64, error) {
 	var n int64
-	if err := s.pool.QueryRow(ctx, queries.Get("count_created_between"), pgx.StrictNamedArgs{"lo": lo, "hi": hi, "limit": limit}).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, s.read("count_created_between"), s.scoped(pgx.StrictNamedArgs{"lo": lo, "hi": hi, "limit": limit})).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count payments created between %s and %s: %w", lo.Format(time.RFC3339), hi.Format(time.RFC3339), err)
 	}
 	return n, nil

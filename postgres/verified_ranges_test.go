@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/payrecon/payrecon"
+
 	"github.com/payrecon/payrecon/internal/pgtest"
 	"github.com/payrecon/payrecon/postgres"
 )
@@ -26,7 +28,7 @@ func TestVerifiedRangesReplaceWhatTheyOverlap(t *testing.T) {
 		t.Helper()
 		at := base.Add(time.Duration(minute) * time.Minute)
 		if _, err := pool.Exec(ctx, postgres.Queries.Get("record_verified_range"), pgx.StrictNamedArgs{
-			"job": job, "lo": lo, "hi": hi, "read_min": at, "read_max": at, "row_count": int(hi - lo), "prune_before": pruneBefore,
+			"job": job, "lo": lo, "hi": hi, "read_min": at, "read_max": at, "row_count": int(hi - lo), "prune_before": pruneBefore, "range_account": (*string)(nil),
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -89,5 +91,59 @@ func TestVerifiedRangesReplaceWhatTheyOverlap(t *testing.T) {
 	}
 	if got := ranges("b"); !slices.Contains(strings.Fields(got), "(0,300]@9") {
 		t.Errorf("job b's wrap-free ranges changed: %s", got)
+	}
+}
+
+// Connect: each account's job reads only that account's rows, whose ids
+// interleave with the others', so one account's verified ranges span rows
+// of another. The guard against older answers compares only ranges of the
+// same account: account B's newer batch does not make account A's answers
+// stale, while a second job of account A does.
+func TestVerifiedRangesGuardOnlyTheirAccount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b, col := setupAccounts(t)
+	commit := func(s *postgres.Store, job string, cur payrecon.Cursor, rows []payrecon.PaymentRow) payrecon.CommitResult {
+		t.Helper()
+		checks := make([]payrecon.Check, len(rows))
+		for i, r := range rows {
+			checks[i] = payrecon.Check{Row: r, Observed: payrecon.IntentSucceeded, ReadAt: cur.ReadAt,
+				Decision: payrecon.Classify(r.Status, payrecon.IntentSucceeded)}
+		}
+		res, err := s.CommitBatch(ctx, payrecon.BatchCommit{Job: job, From: cur.LastID, To: rows[len(rows)-1].ID, Advance: true,
+			Checks: checks, Now: time.Now(), VerifiedRefresh: 24 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	read := func(s *postgres.Store, job string) (payrecon.Cursor, []payrecon.PaymentRow) {
+		t.Helper()
+		cur, rows, _, err := s.ReadBatch(ctx, job, 10, 0, time.Now())
+		if err != nil || len(rows) == 0 {
+			t.Fatalf("read %s: %d rows, %v", job, len(rows), err)
+		}
+		return cur, rows
+	}
+	store := postgres.NewStore(b.pool)
+	a, bb := store.ForAccount(col, "acct_A"), store.ForAccount(col, "acct_B")
+	jobA, jobB := payrecon.AccountJob("sweep", "acct_A"), payrecon.AccountJob("sweep", "acct_B")
+	curA, rowsA := read(a, jobA) // account A's answers, read first
+	curB, rowsB := read(bb, jobB)
+	if res := commit(bb, jobB, curB, rowsB); res.Verified != len(rowsB) {
+		t.Fatalf("account B: %+v", res)
+	}
+	if res := commit(a, jobA, curA, rowsA); res.Verified != len(rowsA) || len(res.Stale) != 0 {
+		t.Errorf("account A's batch after account B's newer one: %+v; want every row verified (B's range is not A's)", res)
+	}
+	// A second job over account A's rows, read later and committed first,
+	// does make the first job's older answers stale.
+	curOld, rowsOld := read(a, jobA+"-old")
+	curNew, rowsNew := read(a, jobA+"-new")
+	if res := commit(a, jobA+"-new", curNew, rowsNew); res.Verified != len(rowsNew) {
+		t.Fatalf("the newer job: %+v", res)
+	}
+	if res := commit(a, jobA+"-old", curOld, rowsOld); res.Verified != 0 || len(res.Stale) != len(rowsOld) {
+		t.Errorf("the older answers of the same account: %+v; want none verified, all stale", res)
 	}
 }

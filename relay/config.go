@@ -98,6 +98,11 @@ type Config struct {
 	// PruneBatch bounds the rows one prune batch examines (at most 10,000,
 	// River's limit on one deletion); zero means postgres.PruneBatchDefault.
 	PruneBatch int
+	// Jobs are other River jobs this process works on the same client (a
+	// platform's account sweeps): registered with the workers, their queues
+	// added unless InsertOnly, their periodic jobs scheduled by River's
+	// leader.
+	Jobs ExtraJobs
 	// Notify, with a URL, POSTs every transition the writer makes to the
 	// application: New registers the writer's transition hook that inserts
 	// the notification's job in the transition's transaction and, unless

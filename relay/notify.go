@@ -19,6 +19,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/redact"
 )
 
 // NotifyKind is the River job kind of a transition's notification to the
@@ -64,7 +65,9 @@ type NotifyConfig struct {
 	RetryMax time.Duration
 	// Client sends the requests; default an http.Client without its own
 	// timeout (each attempt has Timeout) that keeps a connection per worker
-	// open to the receiver (the standard transport keeps only two).
+	// open to the receiver (the standard transport keeps only two). Whatever
+	// the client, redirects are never followed: a 3xx answer is a failed
+	// attempt (see NotifyConfig.withDefaults).
 	Client *http.Client
 }
 
@@ -88,6 +91,13 @@ func (c NotifyConfig) withDefaults() NotifyConfig {
 		t.MaxIdleConnsPerHost = c.Workers
 		c.Client = &http.Client{Transport: t}
 	}
+	// A copy that never follows a redirect: following one turns a 301/302/303
+	// into a bodiless GET (whose 200 would acknowledge a notification the
+	// application never read) and sends a 307/308's signed body, with a
+	// Referer, to whatever host the Location names.
+	cl := *c.Client
+	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.Client = &cl
 	return c
 }
 
@@ -102,7 +112,7 @@ func (c NotifyConfig) Validate() error {
 	c = c.withDefaults()
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("notify URL %q is not an http(s) URL", c.URL)
+		return fmt.Errorf("notify URL %s is not an http(s) URL", redact.URL(c.URL))
 	}
 	if c.Secret == "" {
 		return ErrNotifySecret
@@ -135,10 +145,23 @@ func (NotifyArgs) InsertOpts() river.InsertOpts {
 }
 
 // enqueueNotification is the writer's transition hook: the notification's
-// job is inserted in the transition's own transaction.
+// job is inserted in the transition's own transaction when this relay has
+// a notify URL, or when another process recorded one in the database
+// (RecordNotifications); otherwise there is nobody to notify.
 func (r *Relay) enqueueNotification(ctx context.Context, tx pgx.Tx, t payrecon.PaymentTransition) error {
+	maxAttempts := r.cfg.Notify.MaxAttempts
+	if !r.cfg.Notify.enabled() {
+		var on bool
+		if err := tx.QueryRow(ctx, queries.Get("notifications_enabled")).Scan(&on); err != nil {
+			return fmt.Errorf("enqueue notification of transition %d: are notifications configured: %w", t.ID, err)
+		}
+		if !on {
+			return nil
+		}
+		maxAttempts = NotifyMaxAttemptsDefault
+	}
 	_, err := r.client.InsertTx(ctx, tx, NotifyArgs{TransitionID: t.ID, PaymentID: t.PaymentID, Version: t.Version},
-		&river.InsertOpts{MaxAttempts: r.cfg.Notify.MaxAttempts})
+		&river.InsertOpts{MaxAttempts: maxAttempts})
 	if err != nil {
 		return fmt.Errorf("enqueue notification of transition %d: %w", t.ID, err)
 	}
@@ -264,10 +287,25 @@ func (r *Relay) post(ctx context.Context, n payrecon.Notification) error {
 	req.Header.Set(payrecon.SignatureHeader, payrecon.SignNotification(body, c.Secret, r.cfg.Clock.Now()))
 	resp, err := c.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("notify transition %d: %w", n.ID, err)
+		// net/http's *url.Error quotes the whole URL, query token included:
+		// this error is logged and stored by River, so it names the URL
+		// redacted instead.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("notify transition %d: POST %s: %w", n.ID, redact.URL(c.URL), err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
+	if resp.StatusCode >= 300 && resp.StatusCode <= 399 {
+		to := "no Location"
+		if loc, err := resp.Location(); err == nil {
+			to = redact.URL(loc.String())
+		}
+		return fmt.Errorf("notify transition %d: the application answered %s, a redirect to %s: not followed (only a 2xx acknowledges a notification; set --notify-url to the final URL)",
+			n.ID, resp.Status, to)
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("notify transition %d: the application answered %s", n.ID, resp.Status)
 	}

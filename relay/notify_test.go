@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -272,5 +274,85 @@ func TestTransitionHookCommitsWithTheRepair(t *testing.T) {
 	}
 	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM payment_transitions"); n != 1 {
 		t.Errorf("%d transitions, want 1 (the failed attempt's rolled back)", n)
+	}
+}
+
+// listenOn starts h on addr (another loopback address such as 127.0.0.2,
+// as a redirect's target on another host would be).
+func listenOn(t testing.TB, addr string, h http.Handler) *httptest.Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s: %v", addr, err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Listener.Close()
+	srv.Listener = ln
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// A receiver that answers with a redirect has not acknowledged anything:
+// the redirect is never followed (a 301/302/303 would turn the POST into a
+// bodiless GET whose 200 completed the job; a 307/308 would re-send the
+// signed body to whatever host the Location names), each answer is a
+// failed attempt, and after the last attempt the notification is a dead
+// letter whose error names the Location, redacted.
+func TestNotificationRedirectIsAFailedAttempt(t *testing.T) {
+	t.Parallel()
+	var landed atomic.Int64
+	target := listenOn(t, "127.0.0.2:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		landed.Add(1) // a 200 to whatever arrives, as a careless endpoint would
+	}))
+	codes := []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect}
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var n payrecon.Notification
+		body, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(body, &n); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Location", target.URL+"/landing?token=redirect-token-s3cret")
+		w.WriteHeader(codes[int(n.ID)%len(codes)])
+	}))
+	t.Cleanup(redirector.Close)
+	cfg := notifyConfig(t, redirector.URL+"/hook")
+	cfg.Notify.MaxAttempts = 2
+	b := setup(t, cfg)
+	ctx := context.Background()
+	b.seedRepairs(t, len(codes), true)
+	if err := b.relay.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	final := func() int {
+		return pgtest.Count(t, b.pool, "SELECT count(*) FROM river_job WHERE kind = $1 AND state IN ('completed', 'discarded', 'cancelled')", relay.NotifyKind)
+	}
+	waitFor(t, "every notification to end", func() bool { return final() == len(codes) })
+	if n := landed.Load(); n != 0 {
+		t.Errorf("the redirect's target received %d requests, want none", n)
+	}
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM river_job WHERE kind = $1 AND state = 'completed'", relay.NotifyKind); n != 0 {
+		t.Errorf("%d notifications completed by a redirect, want 0", n)
+	}
+	dl, err := b.relay.DeadLetters(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, d := range dl {
+		if d.Kind != relay.NotifyKind {
+			continue
+		}
+		seen++
+		if d.Attempts != 2 || !strings.Contains(d.LastError, "redirect") || !strings.Contains(d.LastError, "127.0.0.2") {
+			t.Errorf("dead letter %+v: want 2 attempts and an error naming the redirect and its host", d)
+		}
+		if strings.Contains(d.LastError, "redirect-token-s3cret") {
+			t.Errorf("dead letter error shows the Location's token: %q", d.LastError)
+		}
+	}
+	if seen != len(codes) {
+		t.Errorf("%d notification dead letters, want %d", seen, len(codes))
 	}
 }

@@ -89,6 +89,11 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 	if err := river.AddWorkerSafely(workers, &notifyWorker{relay: r}); err != nil {
 		return nil, fmt.Errorf("new relay: register notify worker: %w", err)
 	}
+	if cfg.Jobs.Register != nil {
+		if err := cfg.Jobs.Register(workers); err != nil {
+			return nil, fmt.Errorf("new relay: register workers: %w", err)
+		}
+	}
 	retention := cfg.DeadLetterRetention
 	if retention == 0 {
 		retention = -1 // River: never delete
@@ -121,6 +126,10 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 		if cfg.PruneInterval > 0 {
 			rc.PeriodicJobs = append(rc.PeriodicJobs, pruneJob(cfg.PruneInterval))
 		}
+		for q, n := range cfg.Jobs.Queues {
+			rc.Queues[q] = river.QueueConfig{MaxWorkers: n}
+		}
+		rc.PeriodicJobs = append(rc.PeriodicJobs, cfg.Jobs.Periodic...)
 		if conns := int(pool.Config().MaxConns); conns < cfg.Workers+3 {
 			r.log.Warn("relay: the pool has fewer connections than workers need; workers will wait for connections",
 				slog.Int("pool_max_conns", conns), slog.Int("workers", cfg.Workers), slog.Int("want_at_least", cfg.Workers+3))
@@ -131,10 +140,42 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 		return nil, fmt.Errorf("new relay: river client: %w", err)
 	}
 	r.client = client
-	if cfg.Notify.enabled() {
-		writer.OnTransition(r.enqueueNotification)
-	}
+	// Every relay's writer inserts the notification of each transition it
+	// makes when notifications are configured, here or (recorded in the
+	// database) by another process: a transition made by `events --once`
+	// or `relay --drain` without --notify-url is still delivered by the
+	// processes that have it.
+	writer.OnTransition(r.enqueueNotification)
 	return r, nil
+}
+
+// ExtraJobs are River jobs other than payrecon's repairs, notifications
+// and pruning that a process works on the relay's client.
+type ExtraJobs struct {
+	// Register adds their workers.
+	Register func(*river.Workers) error
+	// Queues are their queues, with each one's MaxWorkers.
+	Queues map[string]int
+	// Periodic are the periodic jobs River's leader inserts.
+	Periodic []*river.PeriodicJob
+}
+
+// Client returns the relay's River client, to insert other jobs with.
+func (r *Relay) Client() *river.Client[pgx.Tx] { return r.client }
+
+// RecordNotifications records in the database that notifications are
+// configured (this relay has a notify URL), so that every process's
+// transitions insert their notification jobs from now on. Start calls it;
+// an insert-only relay with a notify URL (events --once) calls it itself.
+// A relay without a URL records nothing.
+func (r *Relay) RecordNotifications(ctx context.Context) error {
+	if !r.cfg.Notify.enabled() {
+		return nil
+	}
+	if _, err := r.pool.Exec(ctx, queries.Get("notifications_record"), pgx.StrictNamedArgs{"now": r.cfg.Clock.Now()}); err != nil {
+		return fmt.Errorf("record that notifications are configured: %w", err)
+	}
+	return nil
 }
 
 // Enqueue inserts one delivery job per outbox id inside tx (River's
@@ -219,6 +260,9 @@ func (r *Relay) Start(ctx context.Context) error {
 	defer r.mu.Unlock()
 	if r.running {
 		return fmt.Errorf("start relay: %w", ErrRunning)
+	}
+	if err := r.RecordNotifications(ctx); err != nil {
+		return fmt.Errorf("start relay: %w", err)
 	}
 	if err := r.client.Start(ctx); err != nil {
 		return fmt.Errorf("start relay: %w", err)

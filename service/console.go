@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -27,13 +28,17 @@ const NotifyKind = relay.NotifyKind
 // dashboard, without a password, beyond this machine.
 var ErrConsoleExposed = errors.New("the console has no password and the admin address is not loopback")
 
+// ConsolePasswordMinLength is the shortest console password accepted for
+// an admin address beyond loopback, in characters: with the login limits
+// (30 attempts a minute for the whole process), 12 characters of a
+// password manager's alphabet outlast any online guessing.
+const ConsolePasswordMinLength = 12
+
 // CheckAdminExposure refuses an admin address other than loopback when the
-// console has no password: anyone who reached it could resolve findings and
-// delete repair jobs. The error is one line naming the fix.
-func CheckAdminExposure(addr string, hasPassword bool) error {
-	if hasPassword {
-		return nil
-	}
+// console has no password (anyone who reached it could resolve findings
+// and delete repair jobs), or one shorter than ConsolePasswordMinLength.
+// The error is one line naming the fix.
+func CheckAdminExposure(addr, password string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("--admin-addr %q is not host:port: %w", addr, err)
@@ -41,9 +46,20 @@ func CheckAdminExposure(addr string, hasPassword bool) error {
 	if isLoopback(host) {
 		return nil
 	}
-	return fmt.Errorf("%w: --admin-addr %s would let anyone reach it; set PAYRECON_CONSOLE_PASSWORD (or --console-password-file), or bind --admin-addr to 127.0.0.1",
-		ErrConsoleExposed, addr)
+	if password == "" {
+		return fmt.Errorf("%w: --admin-addr %s would let anyone reach it; set PAYRECON_CONSOLE_PASSWORD (or --console-password-file), or bind --admin-addr to 127.0.0.1",
+			ErrConsoleExposed, addr)
+	}
+	if n := utf8.RuneCountInString(password); n < ConsolePasswordMinLength {
+		return fmt.Errorf("%w: the console password has %d characters; --admin-addr %s is not loopback, so it needs at least %d (or bind --admin-addr to 127.0.0.1)",
+			ErrConsolePasswordShort, n, addr, ConsolePasswordMinLength)
+	}
+	return nil
 }
+
+// ErrConsolePasswordShort: a console password too short for an admin
+// address beyond loopback.
+var ErrConsolePasswordShort = errors.New("console password too short")
 
 func isLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
@@ -62,13 +78,15 @@ func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*conso
 	cc := s.cfg.Console
 	cc.Password = s.cfg.ConsolePassword
 	cc.Read = reader
+	cc.Sessions = postgres.NewConsoleSessions(pool)
 	cc.Actions = &consoleActions{
 		audit:    postgres.NewConsoleAudit(pool, s.cfg.Clock),
 		findings: postgres.NewFindings(pool, s.cfg.Clock),
-		store:    postgres.NewStore(pool),
+		store:    postgres.NewStore(pool).ForAccount(s.cfg.Accounts, ""),
 		sweeper:  recheck,
 		gateway:  s.gateway,
 		relay:    s.relay,
+		account:  s.accountRecheck,
 	}
 	cc.Logger = s.cfg.Logger.With("component", "console")
 	cc.Clock = s.cfg.Clock
@@ -112,6 +130,9 @@ type consoleActions struct {
 	sweeper  *sweep.Sweeper
 	gateway  payrecon.Gateway
 	relay    *relay.Relay
+	// account, when set, returns the sweeper that rechecks a connected
+	// account's row (its Stripe-Account, its job).
+	account func(account string) *sweep.Sweeper
 }
 
 // Resolve closes the finding and records the action in one statement.
@@ -164,7 +185,11 @@ func (a *consoleActions) recheck(ctx context.Context, f postgres.Finding) (strin
 	if err != nil {
 		return "", err
 	}
-	_, checks, err := a.sweeper.Recheck(ctx, []payrecon.PaymentRow{row})
+	sw := a.sweeper
+	if row.Account != "" && a.account != nil {
+		sw = a.account(row.Account)
+	}
+	_, checks, err := sw.Recheck(ctx, []payrecon.PaymentRow{row})
 	if err != nil {
 		return "", err
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/platform"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/stripeapi"
@@ -50,6 +51,13 @@ type Config struct {
 	// health only (default 127.0.0.1:8080; port 0 picks a free one, see
 	// Addr).
 	HTTPAddr string
+	// HTTPMaxConns caps the connections the public listener holds at once
+	// (default HTTPMaxConnsDefault). At the cap a new connection closes the
+	// oldest one that serves no request (silent since it connected, or idle
+	// between requests); only when all are serving does it wait. A flood
+	// of idle connections costs at most this many file descriptors and
+	// does not keep a webhook out.
+	HTTPMaxConns int
 	// AdminAddr is where the admin HTTP server listens: the console, River's
 	// dashboard, metrics and health (default AdminAddrDefault; port 0 picks
 	// a free one, see AdminAddr). Without ConsolePassword it must be a
@@ -61,6 +69,10 @@ type Config struct {
 	// Console tunes the console; its Password, Read, Actions, Logger, Clock
 	// and StripeHealthFunc are set by the service.
 	Console console.Config
+	// MetricsPublic serves the admin listener's /metrics without a login
+	// although ConsolePassword is set (--metrics-public); by default it then
+	// needs the password (HTTP basic auth) or a console session.
+	MetricsPublic bool
 	// Sweep configures the continuous sweep; its Money checks (and
 	// Money.Ignore, which the webhook's findings obey too) come from the
 	// caller.
@@ -68,6 +80,17 @@ type Config struct {
 	// MoneyColumns are the local money columns the sweep reads
 	// (postgres.DetectMoneyColumns); zero: none.
 	MoneyColumns postgres.MoneyColumns
+	// Accounts is the account column (postgres.DetectAccountColumn).
+	// Found, the service sweeps a platform on Connect: every account its
+	// own job, spread over every replica through River (package
+	// platform), instead of the one leased sweep.
+	Accounts postgres.AccountColumn
+	// PlatformRPS caps the request rate summed over every account and
+	// replica (--platform-rps; 0: platform.PlatformRPSDefault).
+	PlatformRPS float64
+	// AccountGateway, when set, reads as one account instead of the Stripe
+	// gateway's ForAccount (tests).
+	AccountGateway platform.GatewayFunc
 	// Events configures the events catch-up, which runs only when
 	// Events.Interval is positive; its Limiter (the sweep's), Clock, Logger,
 	// LeaseFunc and Registerer are set by the service.
@@ -112,6 +135,11 @@ type Config struct {
 	Timeouts Timeouts
 }
 
+// HTTPMaxConnsDefault is the public listener's default connection cap:
+// far more than Stripe's deliveries need (a few at a time), far fewer than
+// the process's file descriptors.
+const HTTPMaxConnsDefault = 1000
+
 // Timeouts bound what a client may hold of an HTTP listener: a slow header
 // (ReadHeader), a slow body (Read covers header and body), a slow reader
 // of the answer (Write: PublicWrite and AdminWrite), and an idle keep-alive
@@ -154,6 +182,11 @@ type Service struct {
 	registry *prometheus.Registry
 	sweeper  *sweep.Sweeper
 	recent   *sweep.Sweeper
+	platform *platform.Platform
+	fatal    chan error
+	// accountRecheck builds the console's recheck of a connected account's
+	// row (Connect).
+	accountRecheck func(account string) *sweep.Sweeper
 	catcher  *catchup.Catcher
 	relay    *relay.Relay
 	handler  http.Handler
@@ -163,6 +196,8 @@ type Service struct {
 	admin    http.Handler
 	console  *console.Console
 	sampler  *console.Sampler
+
+	conns *prometheus.GaugeVec
 
 	stopping   atomic.Bool
 	migrations atomic.Int64 // unix nanos of the last successful migrations check
@@ -175,10 +210,13 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = "127.0.0.1:8080"
 	}
+	if cfg.HTTPMaxConns <= 0 {
+		cfg.HTTPMaxConns = HTTPMaxConnsDefault
+	}
 	if cfg.AdminAddr == "" {
 		cfg.AdminAddr = AdminAddrDefault
 	}
-	if err := CheckAdminExposure(cfg.AdminAddr, cfg.ConsolePassword != ""); err != nil {
+	if err := CheckAdminExposure(cfg.AdminAddr, cfg.ConsolePassword); err != nil {
 		return nil, err
 	}
 	if cfg.ShutdownTimeout <= 0 {
@@ -190,8 +228,16 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = payrecon.SystemClock{}
 	}
-	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry()}
+	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry(), fatal: make(chan error, 1)}
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_http_connections",
+		Help: "Connections the listener holds open now (public: at most payrecon_http_max_connections)."}, []string{"listener"})
+	maxConns := prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_http_max_connections",
+		Help: "The public listener's connection cap (--http-max-conns).", ConstLabels: prometheus.Labels{"listener": "public"}})
+	maxConns.Set(float64(cfg.HTTPMaxConns))
+	s.registry.MustRegister(s.conns, maxConns)
+	s.conns.WithLabelValues("public")
+	s.conns.WithLabelValues("admin")
 
 	s.limiter = sweep.NewLimiter(cfg.RPS)
 	gw := cfg.Gateway
@@ -210,7 +256,24 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	s.registry.MustRegister(sweep.LimiterCollector(s.limiter)...)
 
 	writer := postgres.NewWriter(cfg.Clock)
+	store := postgres.NewStore(pool)
+	if cfg.MoneyColumns.Amount || cfg.MoneyColumns.Currency {
+		store = store.WithMoneyColumns(cfg.MoneyColumns)
+	}
+	events := postgres.NewEvents(pool, writer, cfg.Clock)
+	events.Ignore = cfg.Sweep.Money.Ignore
+	events.Accounts = cfg.Accounts
+	caught := events.WithSource(payrecon.SourceEvents)
 	rc := cfg.Relay
+	if cfg.Accounts.Found {
+		p, err := s.newPlatform(pool, store, gw, caught)
+		if err != nil {
+			return nil, err
+		}
+		s.platform = p
+		rc.Jobs = p.Jobs()
+		s.registry.MustRegister(p.Collectors()...)
+	}
 	rc.Logger = cfg.Logger.With("component", "relay")
 	rc.Clock = cfg.Clock
 	rc.Registerer = s.registry
@@ -224,17 +287,19 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	}
 	s.relay = rl
 
-	store := postgres.NewStore(pool)
+	// The platform's account stores are copied from store when their
+	// first batch runs, after this.
 	store.EnqueueFunc = rl.EnqueueFunc()
-	if cfg.MoneyColumns.Amount || cfg.MoneyColumns.Currency {
-		store = store.WithMoneyColumns(cfg.MoneyColumns)
-	}
 	sc := cfg.Sweep
 	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
 	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
 		return postgres.AcquireLeaseTimeout(ctx, pool, job, wait, cfg.LeaseTimeout)
 	}
 	s.sweeper = sweep.New(store, gw, sc)
+	if cfg.RecentWindow > 0 && cfg.Accounts.Found {
+		cfg.Logger.Warn("--recent is not available on a platform's accounts (--account-column): off")
+		cfg.RecentWindow = 0
+	}
 	if cfg.RecentWindow > 0 {
 		rc := sc
 		rc.Job = s.sweeper.Config().Job + payrecon.RecentJobSuffix
@@ -258,13 +323,22 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	// `findings recheck` does) on the same store, gateway and rate budget.
 	rcfg := cfg.Sweep
 	rcfg.Limiter, rcfg.Clock, rcfg.Logger = s.limiter, cfg.Clock, cfg.Logger.With("component", "console")
-	recheck := sweep.New(store, gw, rcfg)
+	recheck := sweep.New(store.ForAccount(cfg.Accounts, ""), gw, rcfg)
+	if sg, ok := gw.(*stripeapi.Gateway); ok && cfg.Accounts.Found {
+		s.accountRecheck = func(account string) *sweep.Sweeper {
+			ac := rcfg
+			base := rcfg.Job
+			if base == "" {
+				base = sweep.DefaultJob
+			}
+			ac.Job = payrecon.AccountJob(base, account)
+			return sweep.New(store.ForAccount(cfg.Accounts, account), sg.ForAccount(account, nil), ac)
+		}
+	}
 	if s.console, s.sampler, err = s.newConsole(pool, recheck); err != nil {
 		return nil, err
 	}
 
-	events := postgres.NewEvents(pool, writer, cfg.Clock)
-	events.Ignore = cfg.Sweep.Money.Ignore
 	if cfg.Events.Interval > 0 {
 		src := cfg.EventSource
 		if src == nil {
@@ -277,9 +351,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		ec := cfg.Events
 		ec.Limiter, ec.Clock, ec.Logger, ec.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "events"), s.registry
 		ec.LeaseFunc = sc.LeaseFunc
-		// The catch-up's road into the writer: its transitions are recorded
-		// with source "events".
-		caught := events.WithSource(payrecon.SourceEvents)
+		// The catch-up's road into the writer (caught): its transitions are
+		// recorded with source "events". Under Connect it is the
+		// platform's own account's; each connected account's is a chain of
+		// the platform's.
 		s.catcher = catchup.New(src, caught, postgres.NewEventCursors(pool), ec)
 	}
 
@@ -288,7 +363,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		Clock:       cfg.Clock,
 		Events:      events,
 		Webhook:     httpapi.WebhookConfig{Secrets: cfg.WebhookSecrets},
-		Metrics:     promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}),
+		Metrics:     s.console.ProtectMetrics(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}), cfg.MetricsPublic),
 		Ready:       http.HandlerFunc(s.handleReady),
 		Queue:       s.console.Protect(ui),
 		QueuePrefix: relay.UIPrefix,
@@ -375,12 +450,17 @@ func (s *Service) Run(ctx context.Context) error {
 	}
 	s.addr.Store(ln.Addr().String())
 	s.adminAddr.Store(adminLn.Addr().String())
+	// Anyone who reaches the webhook reaches the public listener: a cap on
+	// its connections bounds the file descriptors a flood takes, and idle
+	// ones make room for new ones (capListener). The admin one is counted.
+	pub := newCapListener(ln, s.cfg.HTTPMaxConns, s.conns.WithLabelValues("public"))
+	adm := newCapListener(adminLn, 0, s.conns.WithLabelValues("admin"))
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	to := s.cfg.Timeouts.withDefaults()
 	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
-		WriteTimeout: to.PublicWrite, IdleTimeout: to.Idle, ErrorLog: errorLog}
+		WriteTimeout: to.PublicWrite, IdleTimeout: to.Idle, ErrorLog: errorLog, ConnState: pub.connState}
 	adminSrv := &http.Server{Handler: s.admin, ReadHeaderTimeout: to.ReadHeader, ReadTimeout: to.Read,
-		WriteTimeout: to.AdminWrite, IdleTimeout: to.Idle, ErrorLog: errorLog}
+		WriteTimeout: to.AdminWrite, IdleTimeout: to.Idle, ErrorLog: errorLog, ConnState: adm.connState}
 
 	g, gctx := errgroup.WithContext(ctx)
 	if err := s.relay.Start(gctx); err != nil {
@@ -402,20 +482,32 @@ func (s *Service) Run(ctx context.Context) error {
 			return nil
 		}
 	}
-	g.Go(serve(srv, ln, "http server"))
-	g.Go(serve(adminSrv, adminLn, "admin http server"))
+	g.Go(serve(srv, pub, "http server"))
+	g.Go(serve(adminSrv, adm, "admin http server"))
 	g.Go(func() error {
 		_ = s.sampler.Run(gctx) // returns when gctx ends; a failed sample is logged
 		return nil
 	})
-	g.Go(func() error {
-		// The sweep returns after its batch in progress commits (or is
-		// discarded whole), nil when gctx ended.
-		if err := s.sweeper.Run(gctx, s.cfg.SweepProgress); err != nil {
-			return fmt.Errorf("sweep: %w", err)
-		}
-		return nil
-	})
+	if s.platform != nil {
+		g.Go(func() error { return s.platform.Run(gctx) })
+		g.Go(func() error {
+			select {
+			case err := <-s.fatal:
+				return err
+			case <-gctx.Done():
+				return nil
+			}
+		})
+	} else {
+		g.Go(func() error {
+			// The sweep returns after its batch in progress commits (or is
+			// discarded whole), nil when gctx ended.
+			if err := s.sweeper.Run(gctx, s.cfg.SweepProgress); err != nil {
+				return fmt.Errorf("sweep: %w", err)
+			}
+			return nil
+		})
+	}
 	if s.recent != nil {
 		g.Go(func() error {
 			if err := s.recent.Run(gctx, nil); err != nil {

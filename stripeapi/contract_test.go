@@ -25,6 +25,9 @@ type contractTarget struct {
 	badKey string // a key the server rejects with 401
 	id     string // an intent id the server knows, with a charge
 	event  string // an event id the server knows
+	// account is a connected account, and accountIntent an intent the
+	// server knows on it (read with Stripe-Account).
+	account, accountIntent string
 }
 
 // runContract is the one set of assertions both targets must pass: the
@@ -189,6 +192,22 @@ func runContract(t *testing.T, tgt contractTarget) {
 		}
 	})
 
+	t.Run("connected account", func(t *testing.T) {
+		t.Parallel()
+		gw := gateway(t, tgt.key).ForAccount(tgt.account, nil)
+		in, err := gw.RetrieveIntent(ctx, tgt.accountIntent)
+		if err != nil {
+			t.Fatalf("retrieve as %s: %v", tgt.account, err)
+		}
+		checkIntent(t, in)
+		if _, err := gw.ListIntents(ctx, payrecon.ListQuery{Limit: 3}); err != nil {
+			t.Fatalf("list as %s: %v", tgt.account, err)
+		}
+		if _, err := gw.ListEvents(ctx, payrecon.EventQuery{Types: payrecon.CatchUpEventTypes, Limit: 3}); err != nil {
+			t.Fatalf("events as %s: %v", tgt.account, err)
+		}
+	})
+
 	t.Run("rejected key", func(t *testing.T) {
 		t.Parallel()
 		_, err := gateway(t, tgt.badKey).RetrieveIntent(ctx, tgt.id)
@@ -215,7 +234,9 @@ func TestContractSimulator(t *testing.T) {
 	if _, err := sim.Refund(known.ID, 500); err != nil {
 		t.Fatal(err)
 	}
-	runContract(t, contractTarget{url: sim.URL(), key: sim.SecretKey(), badKey: "sk_test_rejected", id: known.ID, event: event})
+	sim.Put(stripesim.Intent{ID: "pi_contract_acct", Account: "acct_contract", Created: time.Now().Add(-time.Minute)})
+	runContract(t, contractTarget{url: sim.URL(), key: sim.SecretKey(), badKey: "sk_test_rejected", id: known.ID, event: event,
+		account: "acct_contract", accountIntent: "pi_contract_acct"})
 }
 
 // TestContractStripeMock runs the contract against stripe-mock at
@@ -235,5 +256,6 @@ func TestContractStripeMock(t *testing.T) {
 	// cursor). Its fixture intent's latest_charge is null unless expanded,
 	// so a parsed charge proves the expansion was sent and understood; it
 	// answers an expansion spelled wrongly on the list with a 400.
-	runContract(t, contractTarget{url: url, key: "sk_test_123", badKey: "not_a_key", id: "pi_contract", event: "evt_contract"})
+	runContract(t, contractTarget{url: url, key: "sk_test_123", badKey: "not_a_key", id: "pi_contract", event: "evt_contract",
+		account: "acct_contract", accountIntent: "pi_contract"})
 }

@@ -24,6 +24,9 @@ type Gateway struct {
 	// (decode.go).
 	raw     stripe.RawRequestBackend
 	metrics *metrics
+	// account, when set, is the connected account every request is made
+	// on behalf of (ForAccount).
+	account string
 }
 
 var (
@@ -59,6 +62,26 @@ func New(cfg Config) (*Gateway, error) {
 	return &Gateway{cfg: cfg, sc: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends)), raw: raw,
 		metrics: newMetrics(cfg.Registerer)}, nil
 }
+
+// ForAccount returns a gateway on the same client whose every request
+// carries Stripe-Account: account (a connected account's direct charges and
+// events are visible only so); "" is the platform's own. The header is set
+// by the transport on every request the gateway makes, whatever the
+// endpoint, so no call can forget it; a request of one account's gateway
+// never carries another's. onRateLimited, when set, replaces
+// Config.RateLimitedFunc: a 429 slows that account's budget only.
+func (g *Gateway) ForAccount(account string, onRateLimited func(retryAfter time.Duration)) *Gateway {
+	c := *g
+	c.account = account
+	if onRateLimited != nil {
+		c.cfg.RateLimitedFunc = onRateLimited
+	}
+	return &c
+}
+
+// Account returns the connected account the gateway reads as ("" for the
+// platform).
+func (g *Gateway) Account() string { return g.account }
 
 // retrieveQuery is the query of a retrieve: exactly what stripe-go's
 // PaymentIntentRetrieveParams with the expansion encodes to.
@@ -217,7 +240,7 @@ func (g *Gateway) retry(ctx context.Context, op string, call func(context.Contex
 // attempt makes one request under the per-attempt timeout and describes its
 // failure, or returns nil.
 func (g *Gateway) attempt(ctx context.Context, call func(context.Context) error) *failure {
-	ans := &answer{}
+	ans := &answer{account: g.account}
 	actx, cancel := context.WithTimeout(context.WithValue(ctx, answerKey{}, ans), g.cfg.Timeout)
 	defer cancel()
 	err := call(actx)
@@ -249,9 +272,11 @@ type answerKey struct{}
 
 // answer is the last HTTP answer of an attempt, recorded by the transport:
 // stripe-go drops the status and headers of answers whose body is not JSON.
+// account is what the transport sets as the request's Stripe-Account.
 type answer struct {
-	status int
-	header http.Header
+	status  int
+	header  http.Header
+	account string
 }
 
 // recordingTransport records each answer into the *answer of the request's
@@ -260,18 +285,25 @@ type recordingTransport struct {
 	base http.RoundTripper
 }
 
-// RoundTrip implements http.RoundTripper. A GET that stripe-go gave an
-// empty body (it always sets one) goes without: net/http would otherwise
-// start a goroutine and a timer per request to find out that the body is
-// empty before it writes the request.
+// RoundTrip implements http.RoundTripper. A request of an account's
+// gateway gets its Stripe-Account header here (and only its own: the header
+// is replaced, never added to). A GET that stripe-go gave an empty body (it
+// always sets one) goes without: net/http would otherwise start a goroutine
+// and a timer per request to find out that the body is empty before it
+// writes the request.
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	a, ok := req.Context().Value(answerKey{}).(*answer)
+	if ok && a.account != "" {
+		req = req.Clone(req.Context())
+		req.Header.Set("Stripe-Account", a.account)
+	}
 	if req.Method == http.MethodGet && req.ContentLength == 0 && req.Body != nil && req.Body != http.NoBody {
 		bare := *req
 		bare.Body, bare.GetBody = nil, nil
 		req = &bare
 	}
 	resp, err := t.base.RoundTrip(req)
-	if a, ok := req.Context().Value(answerKey{}).(*answer); ok && resp != nil {
+	if ok && resp != nil {
 		a.status, a.header = resp.StatusCode, resp.Header
 	}
 	return resp, err

@@ -76,12 +76,17 @@ type eventRec struct {
 	id        string
 	typ       string
 	created   int64
+	account   string // the connected account the event happened on; "" for the platform
 	intentID  string
 	status    payrecon.StripeStatus
 	object    json.RawMessage // data.object: the intent, charge or dispute when the event happened
 	previous  json.RawMessage // previous_attributes, or nil
 	attempts  int
 	delivered bool
+	// hidden keeps the event out of GET /v1/events for now (HideEvent):
+	// Stripe's list is eventually consistent, and an event can become
+	// visible after newer ones were already listed.
+	hidden bool
 }
 
 func (e *eventRec) event() Event {
@@ -116,7 +121,7 @@ func (s *Server) recordEvent(typ string, r *record, object any, previous map[str
 	l := s.events
 	l.seq++
 	e := &eventRec{
-		seq: l.seq, id: s.newID("evt_"), typ: typ, created: now.Unix(),
+		seq: l.seq, id: s.newID("evt_"), typ: typ, created: now.Unix(), account: r.account,
 		intentID: r.id, status: r.status, object: s.encodeObject(object, r.id),
 	}
 	if previous != nil {
@@ -135,6 +140,26 @@ func (s *Server) recordIntentEvent(typ string, r *record, old payrecon.StripeSta
 		previous = map[string]any{"status": string(old)}
 	}
 	return s.recordEvent(typ, r, r.json(false), previous, now)
+}
+
+// HideEvent keeps event id out of GET /v1/events until ShowEvent: an
+// event Stripe lists late, after newer ones (its list is eventually
+// consistent). Retrieval and webhooks are unaffected.
+func (s *Server) HideEvent(id string) error { return s.setHidden(id, true) }
+
+// ShowEvent makes an event hidden by HideEvent listed again, at its own
+// place (by its created time).
+func (s *Server) ShowEvent(id string) error { return s.setHidden(id, false) }
+
+func (s *Server) setHidden(id string, hidden bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.events.byID[id]
+	if !ok {
+		return fmt.Errorf("event %q: %w", id, ErrNoSuchEvent)
+	}
+	e.hidden = hidden
+	return nil
 }
 
 // Events returns every recorded event, oldest first.
@@ -163,6 +188,7 @@ func (s *Server) EventPayload(id string) ([]byte, error) {
 type eventJSON struct {
 	ID              string           `json:"id"`
 	Object          string           `json:"object"`
+	Account         string           `json:"account,omitempty"`
 	APIVersion      string           `json:"api_version"`
 	Created         int64            `json:"created"`
 	Data            eventDataJSON    `json:"data"`
@@ -190,6 +216,7 @@ func (e *eventRec) json() eventJSON {
 	return eventJSON{
 		ID:              e.id,
 		Object:          "event",
+		Account:         e.account,
 		APIVersion:      stripe.APIVersion,
 		Created:         e.created,
 		Data:            eventDataJSON{Object: e.object, PreviousAttributes: e.previous},
@@ -203,6 +230,7 @@ type eventFilter struct {
 	typ             string // exact, or "prefix.*"
 	types           []string
 	deliverySuccess *bool
+	account         string // the Stripe-Account header: only that account's events
 }
 
 func parseEventFilter(q map[string][]string) (eventFilter, *apiError) {
@@ -239,7 +267,7 @@ func isEventFilterKey(key string) bool {
 }
 
 func (f eventFilter) match(e *eventRec, lo, hi int64) bool {
-	if e.created < lo || e.created > hi {
+	if e.hidden || e.account != f.account || e.created < lo || e.created > hi {
 		return false
 	}
 	if f.deliverySuccess != nil && *f.deliverySuccess != e.delivered {
@@ -263,6 +291,7 @@ func (s *Server) handleListEvents(w http.ResponseWriter, r *http.Request) {
 	if e == nil {
 		var f eventFilter
 		if f, e = parseEventFilter(q); e == nil {
+			f.account = r.Header.Get("Stripe-Account")
 			s.listEvents(w, p, f)
 			return
 		}
@@ -279,7 +308,7 @@ func (s *Server) listEvents(w http.ResponseWriter, p listParams, f eventFilter) 
 	from, to, step := len(list)-1, -1, -1
 	if id, param := p.cursor(); id != "" {
 		c, ok := s.events.byID[id]
-		if !ok {
+		if !ok || c.account != f.account {
 			s.mu.RUnlock()
 			s.writeError(w, http.StatusBadRequest, apiError{Type: "invalid_request_error", Code: "resource_missing",
 				Param: param, Message: fmt.Sprintf("No such event: '%s'", id)})

@@ -57,6 +57,9 @@ type RateLimit struct {
 	// PerEndpoint gives each endpoint its own bucket, as Stripe's
 	// per-endpoint limits do; otherwise one bucket serves the whole server.
 	PerEndpoint bool
+	// PerAccount gives each Stripe-Account (and the platform, without the
+	// header) its own bucket, as Stripe limits each account on its own.
+	PerAccount bool
 	// RetryAfter, when positive, is sent as Retry-After (whole seconds).
 	// Stripe itself does not send it.
 	RetryAfter time.Duration
@@ -173,8 +176,9 @@ func (s *Server) plan(intentID string) plan {
 	return p
 }
 
-// allow takes a token from the bucket of endpoint.
-func (s *Server) allow(endpoint string) (bool, RateLimit) {
+// allow takes a token from the bucket of endpoint (and account, with
+// RateLimit.PerAccount).
+func (s *Server) allow(endpoint, account string) (bool, RateLimit) {
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
 	rl := s.faults.RateLimit
@@ -184,6 +188,9 @@ func (s *Server) allow(endpoint string) (bool, RateLimit) {
 	key := "server"
 	if rl.PerEndpoint {
 		key = endpoint
+	}
+	if rl.PerAccount {
+		key += "/" + account
 	}
 	lim, ok := s.limiters[key]
 	if !ok {
@@ -204,6 +211,11 @@ type Stats struct {
 	Requests map[string]int64
 	// Responses counts requests by endpoint, then by HTTP status.
 	Responses map[string]map[int]int64
+	// WrongAccount counts retrieves of an intent that exists, under a
+	// Stripe-Account header (or none) other than its own: each was
+	// answered 404, and for a reconciler each is a row read as the wrong
+	// account.
+	WrongAccount int64
 }
 
 func newStats() Stats {
@@ -240,11 +252,18 @@ func (s *Server) count(endpoint string, status int) {
 	m[status]++
 }
 
+func (s *Server) countWrongAccount() {
+	s.statsMu.Lock()
+	defer s.statsMu.Unlock()
+	s.stats.WrongAccount++
+}
+
 // Stats returns a copy of the request counters.
 func (s *Server) Stats() Stats {
 	s.statsMu.Lock()
 	defer s.statsMu.Unlock()
-	out := Stats{Requests: maps.Clone(s.stats.Requests), Responses: make(map[string]map[int]int64, len(s.stats.Responses))}
+	out := Stats{Requests: maps.Clone(s.stats.Requests), Responses: make(map[string]map[int]int64, len(s.stats.Responses)),
+		WrongAccount: s.stats.WrongAccount}
 	for k, m := range s.stats.Responses {
 		out.Responses[k] = maps.Clone(m)
 	}

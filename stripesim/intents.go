@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -136,6 +137,7 @@ func (s *Server) newRecord(in Intent, now time.Time) *record {
 		metadata: maps.Clone(in.Metadata),
 		refunded: in.AmountRefunded,
 		disputed: in.Disputed,
+		account:  in.Account,
 	}
 	r.received = cmp.Or(in.AmountReceived, r.amount)
 	if r.id == "" {
@@ -252,14 +254,19 @@ func (s *Server) handleRetrieveIntent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
+	account := r.Header.Get("Stripe-Account")
 	s.mu.RLock()
 	rec, ok := s.intents.byID[id]
+	wrong := ok && rec.account != account
 	var j intentJSON
-	if ok {
+	if ok && !wrong {
 		j = rec.json(expand)
 	}
 	s.mu.RUnlock()
-	if !ok {
+	if wrong {
+		s.countWrongAccount()
+	}
+	if !ok || wrong {
 		s.writeError(w, http.StatusNotFound, noSuchIntent(id, "intent"))
 		return
 	}
@@ -279,40 +286,54 @@ func (s *Server) handleListIntents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := listJSON[intentJSON]{Object: "list", Data: []intentJSON{}, URL: "/v1/payment_intents"}
+	account := r.Header.Get("Stripe-Account")
+	mine := func(rec *record) bool { return rec.account == account }
 	s.mu.RLock()
 	x := s.intents
 	start, end := x.createdRange(p.lo, p.hi)
-	from, to := start, end
+	var page []*record
 	switch {
 	case p.startingAfter != "":
 		cur, ok := x.byID[p.startingAfter]
-		if !ok {
+		if !ok || !mine(cur) {
 			s.mu.RUnlock()
 			s.writeError(w, http.StatusBadRequest, noSuchIntent(p.startingAfter, "starting_after"))
 			return
 		}
-		from = min(max(start, x.pos(cur)+1), end)
-		to = min(end, from+p.limit)
-		out.HasMore = to < end
+		page, out.HasMore = collect(x.order, max(start, x.pos(cur)+1), end, 1, p.limit, mine)
 	case p.endingBefore != "":
 		cur, ok := x.byID[p.endingBefore]
-		if !ok {
+		if !ok || !mine(cur) {
 			s.mu.RUnlock()
 			s.writeError(w, http.StatusBadRequest, noSuchIntent(p.endingBefore, "ending_before"))
 			return
 		}
-		to = max(min(end, x.pos(cur)), start)
-		from = max(start, to-p.limit)
-		out.HasMore = from > start
+		page, out.HasMore = collect(x.order, min(end, x.pos(cur))-1, start-1, -1, p.limit, mine)
+		slices.Reverse(page)
 	default:
-		to = min(end, start+p.limit)
-		out.HasMore = to < end
+		page, out.HasMore = collect(x.order, start, end, 1, p.limit, mine)
 	}
-	for _, rec := range x.order[from:to] {
+	for _, rec := range page {
 		out.Data = append(out.Data, rec.json(expand))
 	}
 	s.mu.RUnlock()
 	writeJSON(w, http.StatusOK, out)
+}
+
+// collect walks order from from towards to (exclusive) by step, keeping
+// up to limit records that match, and reports whether another one follows.
+func collect(order []*record, from, to, step, limit int, match func(*record) bool) ([]*record, bool) {
+	var page []*record
+	for i := from; i != to && i >= 0 && i < len(order); i += step {
+		if !match(order[i]) {
+			continue
+		}
+		if len(page) == limit {
+			return page, true
+		}
+		page = append(page, order[i])
+	}
+	return page, false
 }
 
 // listParams are the parameters every Stripe list endpoint shares.

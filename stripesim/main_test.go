@@ -53,12 +53,22 @@ func (b *testBundle) get(t testing.TB, path string) response {
 // getAuth sends GET path with the given Authorization header ("" for none).
 func (b *testBundle) getAuth(t testing.TB, path, auth string) response {
 	t.Helper()
+	return b.getAs(t, path, auth, "")
+}
+
+// getAs sends GET path with the given Authorization and Stripe-Account
+// headers ("" for none).
+func (b *testBundle) getAs(t testing.TB, path, auth, account string) response {
+	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, b.sim.URL()+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
+	}
+	if account != "" {
+		req.Header.Set("Stripe-Account", account)
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {

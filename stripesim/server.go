@@ -230,7 +230,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(sw, r, endpoint, p) {
 		return
 	}
-	if ok, rl := s.allow(endpoint); !ok {
+	if ok, rl := s.allow(endpoint, r.Header.Get("Stripe-Account")); !ok {
 		s.writeRateLimited(sw, rl)
 		return
 	}

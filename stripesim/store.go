@@ -61,6 +61,12 @@ type Intent struct {
 	// Disputed is the charge's disputed flag. Dispute sets it and records
 	// the event; setting it here records none.
 	Disputed bool
+	// Account is the connected account the intent lives on ("acct_…"; ""
+	// for the platform's own): it is read, listed and its events listed
+	// only with that Stripe-Account header, and is answered 404 under any
+	// other (Stats.WrongAccount counts those), as Stripe does for direct
+	// charges.
+	Account string
 }
 
 // validate refuses money Stripe never shows: negative amounts, or more
@@ -90,6 +96,7 @@ type record struct {
 	chargedAt  int64 // the charge's created; 0 means the intent's created
 	refunded   int64 // the charge's amount_refunded
 	disputed   bool
+	account    string // the connected account; "" for the platform
 }
 
 func (r *record) intent() Intent {
@@ -103,6 +110,7 @@ func (r *record) intent() Intent {
 		Metadata:       maps.Clone(r.metadata),
 		AmountRefunded: r.refunded,
 		Disputed:       r.disputed,
+		Account:        r.account,
 	}
 }
 

@@ -28,6 +28,11 @@ type WebhookConfig struct {
 	URL string
 	// Secret is the endpoint's signing secret ("whsec_…").
 	Secret string
+	// ConnectSecret, when set, signs the events of connected accounts
+	// instead: Stripe delivers those to a Connect endpoint, which has a
+	// secret of its own (payrecon takes both, comma-separated, in
+	// STRIPE_WEBHOOK_SECRET).
+	ConnectSecret string
 	// DropRate is the probability, 0..1, that a delivery is lost: never
 	// sent, and counted as a failed attempt.
 	DropRate float64
@@ -94,6 +99,7 @@ type send struct {
 	payload   []byte
 	dropped   bool
 	duplicate bool
+	connect   bool // a connected account's event
 }
 
 func (s *Server) deliver(ctx context.Context, want func(*eventRec) bool) ([]Delivery, error) {
@@ -120,7 +126,11 @@ func (s *Server) deliver(ctx context.Context, want func(*eventRec) bool) ([]Deli
 	for _, sd := range plan {
 		d := Delivery{EventID: sd.id, EventType: sd.typ, Dropped: sd.dropped, Duplicate: sd.duplicate}
 		if !sd.dropped {
-			d.StatusCode, d.Err = s.post(ctx, hook, sd.payload, signedAt)
+			secret := hook.Secret
+			if sd.connect && hook.ConnectSecret != "" {
+				secret = hook.ConnectSecret
+			}
+			d.StatusCode, d.Err = s.post(ctx, hook.URL, secret, sd.payload, signedAt)
 		}
 		if ctx.Err() != nil {
 			return out, fmt.Errorf("deliver event %s: %w", sd.id, ctx.Err())
@@ -152,7 +162,7 @@ func (s *Server) planDeliveries(hook WebhookConfig, want func(*eventRec) bool) (
 			s.mu.RUnlock()
 			return nil, fmt.Errorf("encode event %s: %w", e.id, err)
 		}
-		plan = append(plan, send{id: e.id, typ: e.typ, payload: payload})
+		plan = append(plan, send{id: e.id, typ: e.typ, payload: payload, connect: e.account != ""})
 	}
 	s.mu.RUnlock()
 
@@ -174,14 +184,14 @@ func (s *Server) planDeliveries(hook WebhookConfig, want func(*eventRec) bool) (
 }
 
 // post sends one signed delivery and returns the endpoint's status.
-func (s *Server) post(ctx context.Context, hook WebhookConfig, payload []byte, signedAt time.Time) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hook.URL, bytes.NewReader(payload))
+func (s *Server) post(ctx context.Context, url, secret string, payload []byte, signedAt time.Time) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(payload))
 	if err != nil {
 		return 0, fmt.Errorf("build webhook request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
-	req.Header.Set("Stripe-Signature", SignatureHeader(payload, hook.Secret, signedAt))
+	req.Header.Set("Stripe-Signature", SignatureHeader(payload, secret, signedAt))
 	resp, err := s.hookClient.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("post webhook: %w", err)

@@ -49,6 +49,30 @@ func (r *CycleReport) add(b BatchReport) {
 	r.StripeCalls += b.StripeCalls
 }
 
+// Add sums another job's cycle into r (a platform's accounts, each its own
+// job, as one figure). Wrapped stays true only if both wrapped.
+func (r *CycleReport) Add(o CycleReport) {
+	r.Batches += o.Batches
+	r.Scanned += o.Scanned
+	r.Rechecked += o.Rechecked
+	if r.Counts == nil {
+		r.Counts = map[payrecon.Verdict]int{}
+	}
+	for v, n := range o.Counts {
+		r.Counts[v] += n
+	}
+	r.Verified += o.Verified
+	r.NewFindings += o.NewFindings
+	r.Resolved += o.Resolved
+	r.Commands += o.Commands
+	r.StripeCalls += o.StripeCalls
+	r.ConcurrentRuns += o.ConcurrentRuns
+	r.Pauses += o.Pauses
+	r.Wrapped = r.Wrapped && o.Wrapped
+	r.StillUnverifiable += o.StillUnverifiable
+	r.Duration = max(r.Duration, o.Duration)
+}
+
 // ErrOutage is returned by RunCycle when Stripe stayed unavailable for
 // longer than Config.MaxOutage.
 var ErrOutage = errors.New("stripe outage outlasted the sweep's patience")

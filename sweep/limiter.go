@@ -20,6 +20,8 @@ type Limiter struct {
 	pausedUntil time.Time
 	successes   int
 	now         func() time.Time
+	// parent, when set, is a budget this one spends within (Within).
+	parent *Limiter
 }
 
 // NewLimiter returns a limiter at rps requests per second; rps ≤ 0 means no
@@ -53,7 +55,48 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
-	return l.lim.Wait(ctx)
+	if err := l.lim.Wait(ctx); err != nil {
+		return err
+	}
+	if l.parent != nil {
+		return l.parent.Wait(ctx)
+	}
+	return nil
+}
+
+// Within makes every call l allows wait on parent's budget too, and
+// returns l: an account's budget (--rps) spent within the platform's
+// (--platform-rps). A 429 slows l only (OnRateLimited): one account's
+// limit is not the others'.
+func (l *Limiter) Within(parent *Limiter) *Limiter {
+	l.parent = parent
+	return l
+}
+
+// SetBudget changes the configured rate (rps ≤ 0: no limit), keeping a
+// backed-off rate below the new budget: the platform budget's share of a
+// replica follows the number of replicas.
+func (l *Limiter) SetBudget(rps float64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	max := rate.Limit(rps)
+	if rps <= 0 {
+		max = rate.Inf
+	}
+	old := l.max
+	if max == old {
+		return
+	}
+	l.max = max
+	l.min = max / 20
+	if l.min < 0.5 {
+		l.min = 0.5
+	}
+	// At the full budget before: follow it. Backed off: stay backed off,
+	// but never above the new budget.
+	if cur := l.lim.Limit(); cur >= old || cur > max {
+		l.lim.SetLimit(max)
+	}
 }
 
 // OnRateLimited records a 429: the rate halves (down to a floor of 5 % of

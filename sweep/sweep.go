@@ -277,7 +277,14 @@ type Sweeper struct {
 	slots chan struct{}
 	// fence is the epoch of the lease held now (0: none).
 	fence atomic.Int64
+	// batch, when positive, replaces Config.Batch (SetBatch).
+	batch atomic.Int64
 }
+
+// SetBatch changes the number of cursor rows of the next batches (n ≤ 0:
+// Config.Batch again): a platform's account sweep sizes its batches to
+// what the account's budget allows in a few seconds.
+func (s *Sweeper) SetBatch(n int) { s.batch.Store(int64(n)) }
 
 // New returns a sweeper. cfg's zero fields take the defaults; its metrics
 // are registered with cfg.Registerer (so one Registerer takes one sweeper
@@ -312,6 +319,9 @@ type BatchReport struct {
 	// Cursor is the position after the batch.
 	Cursor  int64 `json:"cursor"`
 	Wrapped bool  `json:"wrapped"`
+	// CycleStartedAt is when the cycle the batch belongs to began (for a
+	// wrap: the cycle it completed).
+	CycleStartedAt time.Time `json:"cycle_started_at,omitzero"`
 }
 
 func (r *BatchReport) setResult(res payrecon.CommitResult) {
@@ -351,11 +361,26 @@ func (s *Sweeper) RunBatch(ctx context.Context) (BatchReport, error) {
 	return s.runBatch(ctx, false)
 }
 
+// RunRechecks checks the job's due rechecks only, without moving the
+// cursor: what the continuous sweep does between cycles.
+func (s *Sweeper) RunRechecks(ctx context.Context) (BatchReport, error) {
+	return s.runBatch(ctx, true)
+}
+
+// NextRecheck returns when the job's earliest queued recheck is due (zero:
+// none).
+func (s *Sweeper) NextRecheck(ctx context.Context) (time.Time, error) {
+	return s.store.NextRecheck(ctx, s.cfg.Job, "")
+}
+
 func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport, error) {
 	now := s.cfg.Clock.Now()
 	start := now
 	rep := BatchReport{Counts: map[payrecon.Verdict]int{}}
 	limit := s.cfg.Batch
+	if n := s.batch.Load(); n > 0 {
+		limit = int(n)
+	}
 	if rechecksOnly {
 		limit = 0
 	}
@@ -363,7 +388,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 	if err != nil {
 		return rep, err
 	}
-	rep.Cursor = cur.LastID
+	rep.Cursor, rep.CycleStartedAt = cur.LastID, cur.CycleStartedAt
 	if len(rows) == 0 && !rechecksOnly {
 		if err := s.store.Wrap(ctx, s.cfg.Job, cur.LastID, s.fence.Load(), now); err != nil {
 			return rep, err
@@ -386,7 +411,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		return rep, nil
 	}
 
-	checks, orphans, calls, err := s.check(ctx, all, now, cur.ReadAt, len(rows) == s.cfg.Batch)
+	checks, orphans, calls, err := s.check(ctx, all, now, cur.ReadAt, len(rows) == limit)
 	rep.StripeCalls = calls
 	if err != nil {
 		return rep, err

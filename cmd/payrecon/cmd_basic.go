@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -83,6 +84,7 @@ type configCmd struct {
 	consoleFlags
 	WebhookSecret string `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets, comma-separated during rotation."`
 	HTTPAddr      string `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address of run: the webhook and health."`
+	HTTPMaxConns  int    `name:"http-max-conns" env:"PAYRECON_HTTP_MAX_CONNS" default:"1000" help:"Connections run holds open at once on --http-addr."`
 	JSON          bool   `help:"Print JSON."`
 	retainFlags
 	notifyFlags
@@ -103,13 +105,15 @@ func (c *configCmd) Run(a *app) error {
 	}
 	cfg := []struct{ Key, Source, Value string }{
 		{"database_url", "DATABASE_URL / --database-url", redact.URL(a.cli.DatabaseURL)},
-		{"stripe_secret_key", "STRIPE_SECRET_KEY / --stripe-secret-key", redactSecret(c.StripeSecretKey)},
-		{"stripe_api_base", "STRIPE_API_BASE / --stripe-api-base", redact.APIBase(c.StripeAPIBase, "https://api.stripe.com")},
+		{"stripe_secret_key", "STRIPE_SECRET_KEY / --stripe-secret-key", redact.Secret(c.StripeSecretKey)},
+		{"stripe_api_base", "STRIPE_API_BASE / --stripe-api-base", apiBaseShown(c.StripeAPIBase)},
 		{"stripe_timeout", "--stripe-timeout", c.StripeTimeout.String()},
-		{"stripe_webhook_secret", "STRIPE_WEBHOOK_SECRET / --stripe-webhook-secret", redactSecretList(c.WebhookSecret)},
+		{"stripe_webhook_secret", "STRIPE_WEBHOOK_SECRET / --stripe-webhook-secret", redact.SecretList(c.WebhookSecret)},
 		{"http_addr", "PAYRECON_HTTP_ADDR / --http-addr", c.HTTPAddr},
+		{"http_max_conns", "PAYRECON_HTTP_MAX_CONNS / --http-max-conns", strconv.Itoa(c.HTTPMaxConns)},
 		{"admin_addr", "PAYRECON_ADMIN_ADDR / --admin-addr", c.AdminAddr},
 		{"console_password", "PAYRECON_CONSOLE_PASSWORD / --console-password, PAYRECON_CONSOLE_PASSWORD_FILE / --console-password-file", c.consoleFlags.describe()},
+		{"metrics", "PAYRECON_METRICS_PUBLIC / --metrics-public", c.consoleFlags.describeMetrics()},
 		{"log_format", "PAYRECON_LOG_FORMAT / --log-format", a.cli.LogFormat},
 		{"log_level", "PAYRECON_LOG_LEVEL / --log-level", a.cli.LogLevel},
 		{"retain_outbox", "PAYRECON_RETAIN_OUTBOX / --retain-outbox", postgres.FormatRetention(time.Duration(c.RetainOutbox))},
@@ -119,7 +123,7 @@ func (c *configCmd) Run(a *app) error {
 		{"retain_findings", "PAYRECON_RETAIN_FINDINGS / --retain-findings", postgres.FormatRetention(time.Duration(c.RetainFindings))},
 		{"prune_interval", "PAYRECON_PRUNE_INTERVAL / --prune-interval", c.PruneInterval.String()},
 		{"notify_url", "PAYRECON_NOTIFY_URL / --notify-url", redact.URL(c.NotifyURL)},
-		{"notify_secret", "PAYRECON_NOTIFY_SECRET / --notify-secret", redactSecret(c.NotifySecret)},
+		{"notify_secret", "PAYRECON_NOTIFY_SECRET / --notify-secret", redact.Secret(c.NotifySecret)},
 		{"amount_column", "PAYRECON_AMOUNT_COLUMN / --amount-column", c.AmountColumn + " (used when payments has it; `status` says whether it does)"},
 		{"currency_column", "PAYRECON_CURRENCY_COLUMN / --currency-column", c.CurrencyColumn + " (used when payments has it; `status` says whether it does)"},
 		{"ignore_kinds", "PAYRECON_IGNORE_KINDS / --ignore-kinds", ignoredList(ignore)},
@@ -146,31 +150,12 @@ func orDefault(s, d string) string {
 	return s
 }
 
-// redactSecret keeps a key's kind and last four characters: enough to tell
-// keys apart, not enough to use one.
-func redactSecret(s string) string {
-	if s == "" {
-		return "(unset)"
+// apiBaseShown is STRIPE_API_BASE as printed: Stripe's own when unset.
+func apiBaseShown(raw string) string {
+	if raw == "" {
+		return "https://api.stripe.com"
 	}
-	prefix := ""
-	if i := strings.LastIndex(s, "_"); i > 0 && i < 12 {
-		prefix = s[:i+1]
-	}
-	if len(s) <= 8 {
-		return prefix + "****"
-	}
-	return prefix + "****" + s[len(s)-4:]
-}
-
-func redactSecretList(s string) string {
-	if s == "" {
-		return "(unset)"
-	}
-	parts := splitList(s)
-	for i, p := range parts {
-		parts[i] = redactSecret(p)
-	}
-	return strings.Join(parts, ",")
+	return redact.URL(raw)
 }
 
 func splitList(s string) []string {

@@ -83,11 +83,11 @@ func (c *eventsCmd) Run(a *app) error {
 		return err
 	}
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
-		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", redact.APIBase(c.StripeAPIBase, "https://api.stripe.com"),
+		"stripe_secret_key", redact.Secret(c.StripeSecretKey), "stripe_api_base", apiBaseShown(c.StripeAPIBase),
 		"since", c.Since, "rps", c.RPS, "events_interval", c.Interval)
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
 	// The webhook's processor: the same dedupe, writer and findings.
-	writer, err := a.notifyingWriter(pool, nc)
+	writer, err := a.notifyingWriter(a.ctx, pool, nc)
 	if err != nil {
 		return err
 	}

@@ -288,7 +288,7 @@ func (c *findingsResolveCmd) Run(a *app) error {
 	if c.JSON {
 		return a.printJSON(f)
 	}
-	fmt.Fprintf(a.stdout, "finding %d (%s) resolved by %s: %s\n", f.ID, f.Kind, f.ResolvedBy, f.ResolutionNote)
+	fmt.Fprintf(a.stdout, "finding %d (%s) resolved by %s: %s\n", f.ID, f.Kind, term(f.ResolvedBy), term(f.ResolutionNote))
 	return nil
 }
 
@@ -352,11 +352,18 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 		fmt.Fprintf(a.stdout, "finding %d (%s): Stripe says %s; still no local row, the finding stays open\n", f.ID, f.Kind, status)
 		return nil
 	}
-	row, err := store.SweepRow(a.ctx, paymentID)
+	// Connect: the row is read, and rechecked, as its own account (its
+	// Stripe-Account, its job), never as the platform.
+	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
 	if err != nil {
 		return err
 	}
-	s := sweep.New(store, gw, cfg)
+	row, err := store.ForAccount(accounts, "").SweepRow(a.ctx, paymentID)
+	if err != nil {
+		return err
+	}
+	cfg.Job = payrecon.AccountJob(cfg.Job, row.Account)
+	s := sweep.New(store.ForAccount(accounts, row.Account), gw.ForAccount(row.Account, nil), cfg)
 	_, checks, err := s.Recheck(a.ctx, []payrecon.PaymentRow{row})
 	if err != nil {
 		return err

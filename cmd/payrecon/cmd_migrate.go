@@ -7,6 +7,7 @@ import (
 )
 
 type migrateCmd struct {
+	accountColumnFlag
 	JSON bool `help:"Print JSON."`
 }
 
@@ -20,8 +21,21 @@ func (c *migrateCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
+	// Connect: the index an account's sweep walks, on the column payrecon
+	// found (never added), built CONCURRENTLY like its other indexes.
+	col, err := postgres.DetectAccountColumn(a.ctx, pool, c.AccountColumn)
+	if err != nil {
+		return err
+	}
+	indexed, err := postgres.EnsureAccountIndex(a.ctx, pool, col)
+	if err != nil {
+		return err
+	}
 	if c.JSON {
-		return a.printJSON(map[string]any{"applied": applied})
+		return a.printJSON(map[string]any{"applied": applied, "account_index_built": indexed})
+	}
+	if indexed {
+		fmt.Fprintf(a.stdout, "built index payments_account_id on %s (Connect: one account's rows in id order)\n", col.Column)
 	}
 	if len(applied) == 0 {
 		fmt.Fprintln(a.stdout, "schema is current; nothing to apply")

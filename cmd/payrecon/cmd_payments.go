@@ -73,11 +73,14 @@ func (c *paymentsShowCmd) Run(a *app) error {
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "payment\t%d, order %s, intent %s\n", p.ID, p.OrderID, p.IntentID)
-	fmt.Fprintf(tw, "now\t%s (version %d, updated %s)\n", p.Status, p.Version, ago(now, p.UpdatedAt))
+	// Every value comes from the database, some from the application or
+	// Stripe: control characters are shown escaped (term), never sent raw
+	// to the terminal.
+	fmt.Fprintf(tw, "payment\t%d, order %s, intent %s\n", p.ID, term(p.OrderID), term(p.IntentID))
+	fmt.Fprintf(tw, "now\t%s (version %d, updated %s)\n", term(string(p.Status)), p.Version, ago(now, p.UpdatedAt))
 	last := "never"
 	if p.LastReconciledAt != nil {
-		last = fmt.Sprintf("%s, Stripe said %s", ago(now, *p.LastReconciledAt), p.ObservedStatus)
+		last = fmt.Sprintf("%s, Stripe said %s", ago(now, *p.LastReconciledAt), term(string(p.ObservedStatus)))
 	}
 	fmt.Fprintf(tw, "last verified\t%s\n", last)
 	printTransitions(tw, h.Transitions)
@@ -86,9 +89,9 @@ func (c *paymentsShowCmd) Run(a *app) error {
 		for _, f := range h.Findings {
 			state := "open"
 			if !f.Open() {
-				state = fmt.Sprintf("resolved (%s) by %s", *f.Resolution, f.ResolvedBy)
+				state = fmt.Sprintf("resolved (%s) by %s", term(string(*f.Resolution)), term(f.ResolvedBy))
 			}
-			fmt.Fprintf(tw, "  %s\t%d %s (%s), %s\n", f.DetectedAt.UTC().Format(time.RFC3339), f.ID, f.Kind, f.Verdict, state)
+			fmt.Fprintf(tw, "  %s\t%d %s (%s), %s\n", f.DetectedAt.UTC().Format(time.RFC3339), f.ID, term(string(f.Kind)), term(string(f.Verdict)), state)
 		}
 	}
 	if len(h.Repairs) > 0 {
@@ -96,18 +99,18 @@ func (c *paymentsShowCmd) Run(a *app) error {
 		for _, r := range h.Repairs {
 			outcome := "not applied yet"
 			if r.ProcessedAt != nil {
-				outcome = r.Outcome
+				outcome = term(r.Outcome)
 			}
 			if r.LastError != "" {
-				outcome += " (last error: " + r.LastError + ")"
+				outcome += " (last error: " + term(r.LastError) + ")"
 			}
-			fmt.Fprintf(tw, "  %s\toutbox %d %s → %s\n", r.CreatedAt.UTC().Format(time.RFC3339), r.OutboxID, r.EventType, outcome)
+			fmt.Fprintf(tw, "  %s\toutbox %d %s → %s\n", r.CreatedAt.UTC().Format(time.RFC3339), r.OutboxID, term(r.EventType), outcome)
 		}
 	}
 	if len(h.Webhooks) > 0 {
 		fmt.Fprintf(tw, "\nwebhooks\t\n")
 		for _, e := range h.Webhooks {
-			fmt.Fprintf(tw, "  %s\t%s %s → %s\n", e.ReceivedAt.UTC().Format(time.RFC3339), e.EventID, e.EventType, e.Outcome)
+			fmt.Fprintf(tw, "  %s\t%s %s → %s\n", e.ReceivedAt.UTC().Format(time.RFC3339), term(e.EventID), term(e.EventType), term(e.Outcome))
 		}
 	}
 	return tw.Flush()
@@ -121,10 +124,11 @@ func printTransitions(w io.Writer, ts []payrecon.PaymentTransition) {
 	}
 	fmt.Fprintf(w, "\ntransitions\t\n")
 	for _, t := range ts {
-		by := string(t.Source)
+		by := term(string(t.Source))
 		if t.SourceRef != "" {
-			by += " " + t.SourceRef
+			by += " " + term(t.SourceRef)
 		}
-		fmt.Fprintf(w, "  %s\t%d: %s → %s (version %d) by %s\n", t.OccurredAt.UTC().Format(time.RFC3339), t.ID, t.From, t.To, t.Version, by)
+		fmt.Fprintf(w, "  %s\t%d: %s → %s (version %d) by %s\n", t.OccurredAt.UTC().Format(time.RFC3339), t.ID,
+			term(string(t.From)), term(string(t.To)), t.Version, by)
 	}
 }

@@ -32,6 +32,7 @@ type runCmd struct {
 	consoleFlags
 	WebhookSecret  string        `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
 	HTTPAddr       string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address: POST /webhooks/stripe, /healthz and /readyz, nothing else."`
+	HTTPMaxConns   int           `name:"http-max-conns" env:"PAYRECON_HTTP_MAX_CONNS" default:"1000" help:"At most this many connections open at once on --http-addr: at the cap a new one closes the oldest that serves no request (silent, or idle between requests), so a flood of idle connections can neither use up file descriptors nor keep webhooks out."`
 	MinCycle       time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum."`
 	Workers        int           `default:"10" help:"Repair commands applied at once (at most --db-max-conns minus 10)."`
 	MaxAttempts    int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
@@ -64,6 +65,7 @@ func (c *runCmd) Run(a *app) error {
 		c.stripeFlags.check(),
 		checkPositiveInt("--workers", c.Workers),
 		checkPositiveInt("--max-attempts", c.MaxAttempts),
+		checkPositiveInt("--http-max-conns", c.HTTPMaxConns),
 		checkListenAddr("--http-addr", c.HTTPAddr),
 		checkListenAddr("--admin-addr", c.AdminAddr),
 		checkSecretList("STRIPE_WEBHOOK_SECRET (--stripe-webhook-secret)", c.WebhookSecret),
@@ -103,13 +105,13 @@ func (c *runCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	if err := service.CheckAdminExposure(c.AdminAddr, password != ""); err != nil {
+	if err := service.CheckAdminExposure(c.AdminAddr, password); err != nil {
 		return configError{err}
 	}
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
-		"stripe_secret_key", redactSecret(c.StripeSecretKey), "stripe_api_base", redact.APIBase(c.StripeAPIBase, "https://api.stripe.com"),
-		"stripe_webhook_secret", redactSecretList(c.WebhookSecret), "http_addr", c.HTTPAddr,
-		"admin_addr", c.AdminAddr, "console_password", c.consoleFlags.describe(), "job", cfg.Job,
+		"stripe_secret_key", redact.Secret(c.StripeSecretKey), "stripe_api_base", apiBaseShown(c.StripeAPIBase),
+		"stripe_webhook_secret", redact.SecretList(c.WebhookSecret), "http_addr", c.HTTPAddr, "http_max_conns", c.HTTPMaxConns,
+		"admin_addr", c.AdminAddr, "console_password", c.consoleFlags.describe(), "metrics", c.consoleFlags.describeMetrics(), "job", cfg.Job,
 		"batch", c.Batch, "grace", c.Grace, "rps", c.RPS, "concurrency", c.Concurrency, "mode", c.Mode,
 		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts, "db_max_conns", a.cli.DBMaxConns,
 		"events_interval", c.EventsInterval, "recent", c.Recent, "recent_interval", c.RecentInterval, "prune_interval", c.PruneInterval,
@@ -118,7 +120,7 @@ func (c *runCmd) Run(a *app) error {
 		"retain_river_jobs", postgres.FormatRetention(time.Duration(c.RetainRiverJobs)),
 		"retain_console_samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples)),
 		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)),
-		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn,
+		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn, "account_column", c.AccountColumn, "platform_rps", c.PlatformRPS,
 		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"),
 		"stuck_after", cfg.StuckAfter.String(), "verified_refresh", c.VerifiedRefresh)
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
@@ -132,16 +134,28 @@ func (c *runCmd) Run(a *app) error {
 		return err
 	}
 	cfg.Money = cols.Checks(cfg.Money.Ignore)
+	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
+	if err != nil {
+		return err
+	}
+	platformRPS := c.PlatformRPS
+	if platformRPS == 0 {
+		platformRPS = -1 // no cap (a zero Config field would mean the default)
+	}
 	recent := c.Recent
 	if c.RecentInterval == 0 {
 		recent = 0
 	}
 	svc, err := service.New(pool, service.Config{
 		HTTPAddr:        c.HTTPAddr,
+		HTTPMaxConns:    c.HTTPMaxConns,
 		AdminAddr:       c.AdminAddr,
 		ConsolePassword: password,
+		MetricsPublic:   c.MetricsPublic,
 		Sweep:           cfg,
 		MoneyColumns:    cols,
+		Accounts:        accounts,
+		PlatformRPS:     platformRPS,
 		Events:          catchup.Config{Interval: c.EventsInterval},
 		RecentWindow:    recent,
 		RecentInterval:  c.RecentInterval,

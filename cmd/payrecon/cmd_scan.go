@@ -32,6 +32,7 @@ type sweepFlags struct {
 	leaseTimeoutFlag
 	VerifiedRefresh time.Duration `name:"verified-refresh" env:"PAYRECON_VERIFIED_REFRESH" default:"24h" help:"A verified row whose Stripe status did not change gets observed_external_status and last_reconciled_at written at most once per this long, spread over the cycles (its verification is recorded per batch in payrecon's own table); 0 writes every verified row."`
 	StuckAfter      string        `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
+	PlatformRPS     float64       `name:"platform-rps" env:"PAYRECON_PLATFORM_RPS" default:"50" help:"Connect (--account-column): Stripe requests per second summed over every account and every replica; --rps is then each account's budget. 0: no cap."`
 	moneyFlags
 }
 
@@ -59,6 +60,9 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	}
 	if err := f.leaseTimeoutFlag.check(); err != nil {
 		return cfg, err
+	}
+	if f.PlatformRPS < 0 {
+		return cfg, usageError{fmt.Errorf("--platform-rps must not be negative, got %g (0 means no cap)", f.PlatformRPS)}
 	}
 	if f.Batch <= 0 {
 		return cfg, usageError{fmt.Errorf("--batch must be positive, got %d", f.Batch)}
@@ -121,9 +125,10 @@ func (a *app) withMoney(pool *pgxpool.Pool, store *postgres.Store, cfg sweep.Con
 type scanCmd struct {
 	stripeFlags
 	sweepFlags
-	Once bool `help:"Sweep from the job's cursor until it wraps (on a fresh job: every row once), recheck rows Stripe could not answer for, and exit."`
-	Wait bool `help:"When another process holds the job's lease, wait for it instead of exiting with status 3."`
-	JSON bool `help:"Print the summary as JSON."`
+	Once    bool   `help:"Sweep from the job's cursor until it wraps (on a fresh job: every row once), recheck rows Stripe could not answer for, and exit. Connect (--account-column): every account's job, each until it wraps."`
+	Account string `placeholder:"acct_…" help:"Connect: sweep only this account's job (\"platform\" for the platform's own rows)."`
+	Wait    bool   `help:"When another process holds the job's lease, wait for it instead of exiting with status 3."`
+	JSON    bool   `help:"Print the summary as JSON."`
 	// CPUProfile names where a Go CPU profile of the whole command is
 	// written (go tool pprof reads it), to find what a sweep spends its CPU
 	// on without rebuilding the binary.
@@ -173,7 +178,20 @@ func (c *scanCmd) Run(a *app) error {
 	if store, cfg, _, err = a.withMoney(pool, store, cfg, c.moneyFlags); err != nil {
 		return err
 	}
+	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
+	if err != nil {
+		return err
+	}
+	if c.Account != "" && !accounts.Found {
+		return usageError{fmt.Errorf("--account %s: payments has no account column (%s)", c.Account, accounts.Problem)}
+	}
 	cfg.Limiter, cfg.Logger, cfg.LeaseFunc = limiter, a.logger.With("component", "sweep"), leaseFunc(pool, c.LeaseTimeout)
+	if accounts.Found {
+		if !c.Once {
+			return usageError{errors.New("a platform's accounts (--account-column) are swept continuously by `payrecon run`, spread over its replicas; scan sweeps them with --once")}
+		}
+		return c.runAccounts(a, pool, store, gw, cfg, accounts)
+	}
 	s := sweep.New(store, gw, cfg)
 
 	if !c.Once {

@@ -161,6 +161,8 @@ func TestBadInputIsRefused(t *testing.T) {
 		{args: []string{"run", "--min-cycle=-1m"}, want: "--min-cycle must not be negative"},
 		{args: []string{"run", "--workers", "0"}, want: "--workers must be positive"},
 		{args: []string{"run", "--max-attempts", "0"}, want: "--max-attempts must be positive"},
+		{args: []string{"run", "--http-max-conns", "0"}, want: "--http-max-conns must be positive"},
+		{args: []string{"run"}, env: map[string]string{"PAYRECON_HTTP_MAX_CONNS": "-5"}, want: "--http-max-conns must be positive"},
 		{args: []string{"relay", "--drain", "--workers", "0"}, want: "--workers must be positive"},
 		{args: []string{"relay", "--drain", "--max-attempts=-1"}, want: "--max-attempts must be positive"},
 		{args: []string{"scan", "--once", "--job", ""}, want: "--job must not be empty"},
@@ -251,7 +253,20 @@ func TestFindingsEscapeControlCharacters(t *testing.T) {
 			t.Errorf("%v does not show the escaped Stripe status:\n%s", args, r.stdout)
 		}
 	}
-	r := runCLI(t, b.env, "findings", "show", strconv.FormatInt(fid, 10))
+	// payments show prints the same values, and the webhooks' and
+	// transitions' references.
+	pgtest.Exec(t, pool, `INSERT INTO payment_transitions (payment_id, from_status, to_status, version, source, source_ref, occurred_at)
+		VALUES ($1, 'pending', 'paid', 1, 'manual', $2, now())`, ids[0], "op\x1b[8mhidden")
+	r := runCLI(t, b.env, "payments", "show", strconv.FormatInt(ids[0], 10))
+	if r.code != 0 || strings.ContainsAny(r.stdout, "\x1b\x07\r\u009b") {
+		t.Errorf("payments show: exit %d, printed a raw control character:\n%q", r.code, r.stdout)
+	}
+	for _, want := range []string{`ord\x1b]0;pwned\a`, `op\x1b[8mhidden`, `eve\u009b1m`} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("payments show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCLI(t, b.env, "findings", "show", strconv.FormatInt(fid, 10))
 	for _, want := range []string{`why\x1b[31m red`, `line1\nline2\tx`, `eve\u009b1m`, `ord\x1b]0;pwned\a`} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("findings show lacks %q:\n%s", want, r.stdout)

@@ -177,6 +177,8 @@ func TestConfigurationErrorsAreOneClearLine(t *testing.T) {
 		{"missing webhook body in classify", b.env, []string{"classify", "paid"}, 2, "two statuses"},
 		{"console exposed without a password", b.env, []string{"run", "--admin-addr", "0.0.0.0:8081"}, 2, "set PAYRECON_CONSOLE_PASSWORD"},
 		{"console exposed, from the environment", with("PAYRECON_ADMIN_ADDR", ":8081"), []string{"run"}, 2, "bind --admin-addr to 127.0.0.1"},
+		{"console password too short beyond loopback", with("PAYRECON_CONSOLE_PASSWORD", "hunter2-abc"), []string{"run", "--admin-addr", "0.0.0.0:8081"}, 2, "needs at least 12"},
+		{"console password of 11 characters", with("PAYRECON_CONSOLE_PASSWORD", "パスワードは短すぎます"), []string{"run", "--admin-addr", "[::]:8081"}, 2, "has 11 characters"},
 		{"console password twice", with("PAYRECON_CONSOLE_PASSWORD", "pw"), []string{"run", "--console-password-file", "/dev/null"}, 2, "not both"},
 		{"empty console password file", b.env, []string{"run", "--console-password-file", "/dev/null"}, 2, "is empty"},
 		{"missing console password file", b.env, []string{"run", "--console-password-file", "/nonexistent/pw"}, 2, "console password file"},

@@ -19,6 +19,28 @@ type moneyFlags struct {
 	CurrencyColumn string `name:"currency-column" env:"PAYRECON_CURRENCY_COLUMN" default:"currency" help:"The payments column holding the ISO currency code, compared case-insensitively with Stripe's; absent: the currency check is off. payrecon never adds it."`
 	ignoreFlags
 	IntentMetadata string `name:"intent-metadata" placeholder:"KEY=VALUE" help:"Only listed PaymentIntents carrying this metadata are payrecon's: others (made by other systems in the same account) are never missing_locally."`
+	accountColumnFlag
+}
+
+// accountColumnFlag names the column of connected accounts (Connect: scan,
+// run, config, status, migrate, findings).
+type accountColumnFlag struct {
+	AccountColumn string `name:"account-column" env:"PAYRECON_ACCOUNT_COLUMN" default:"stripe_account_id" help:"The payments column holding each row's connected account (acct_…; NULL or empty: the platform's own). Present: every account is its own sweep job (<job>/<acct_…>), read with its Stripe-Account header. Absent: one account. payrecon never adds it (migrate indexes it)."`
+}
+
+// accountColumn detects the account column and says once in the log
+// whether the platform's accounts are swept one by one.
+func (a *app) accountColumn(pool *pgxpool.Pool, f accountColumnFlag) (postgres.AccountColumn, error) {
+	col, err := postgres.DetectAccountColumn(a.ctx, pool, f.AccountColumn)
+	if err != nil {
+		return col, err
+	}
+	if col.Found {
+		a.logger.Info("Connect: every account of the account column is its own sweep job", "account_column", col.Column)
+	} else {
+		a.logger.Debug("one account: no account column", "account_column", f.AccountColumn, "why", col.Problem)
+	}
+	return col, nil
 }
 
 // ignoreFlags name the kinds never recorded (scan, run, events, config,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,18 +34,20 @@ func (f notifyFlags) describe() []any {
 	if f.NotifyURL == "" {
 		return []any{"notify_url", "(off)"}
 	}
-	return []any{"notify_url", redact.URL(f.NotifyURL), "notify_secret", redactSecret(f.NotifySecret)}
+	return []any{"notify_url", redact.URL(f.NotifyURL), "notify_secret", redact.Secret(f.NotifySecret)}
 }
 
 // notifyingWriter returns a writer whose transitions insert their
 // notification jobs (through an insert-only relay) when notifications are
-// configured, and a plain writer otherwise.
-func (a *app) notifyingWriter(pool *pgxpool.Pool, nc relay.NotifyConfig) (*postgres.Writer, error) {
+// configured: by nc here (recorded in the database for every process), or
+// by another process earlier.
+func (a *app) notifyingWriter(ctx context.Context, pool *pgxpool.Pool, nc relay.NotifyConfig) (*postgres.Writer, error) {
 	w := postgres.NewWriter(nil)
-	if nc.URL == "" {
-		return w, nil
+	rl, err := relay.New(pool, w, relay.Config{InsertOnly: true, Notify: nc, Logger: a.logger.With("component", "relay")})
+	if err != nil {
+		return nil, fmt.Errorf("notifications: %w", err)
 	}
-	if _, err := relay.New(pool, w, relay.Config{InsertOnly: true, Notify: nc, Logger: a.logger.With("component", "relay")}); err != nil {
+	if err := rl.RecordNotifications(ctx); err != nil {
 		return nil, fmt.Errorf("notifications: %w", err)
 	}
 	return w, nil

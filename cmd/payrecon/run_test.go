@@ -27,7 +27,7 @@ import (
 	"github.com/payrecon/payrecon/stripesim"
 )
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,8 +37,19 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func httpGet(url string) (int, string) {
-	resp, err := http.Get(url)
+func httpGet(url string) (int, string) { return httpGetAs(url, "") }
+
+// httpGetAs is httpGet with the console password as HTTP basic auth (how
+// Prometheus scrapes the admin listener's /metrics); "" sends none.
+func httpGetAs(url, password string) (int, string) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	if password != "" {
+		req.SetBasicAuth("prometheus", password)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -133,7 +144,10 @@ func TestRunInProcess(t *testing.T) {
 	if n := pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE id = $1 AND status = 'paid'", ids[2]); n != 1 {
 		t.Error("the webhook did not mark the payment paid")
 	}
-	code, metrics := httpGet(admin + "/metrics")
+	if code, _ := httpGet(admin + "/metrics"); code != http.StatusUnauthorized {
+		t.Errorf("/metrics without the console password = %d, want 401", code)
+	}
+	code, metrics := httpGetAs(admin+"/metrics", env["PAYRECON_CONSOLE_PASSWORD"])
 	for _, name := range []string{"payrecon_reconciliation_lag_seconds", "payrecon_sweep_rows_total", "payrecon_findings_open",
 		"payrecon_outbox_backlog", "payrecon_stripe_requests_total", "payrecon_stripe_limiter_rate_per_second",
 		"payrecon_repairs_total", "payrecon_sweep_projected_cycle_seconds", "payrecon_sweep_capacity_margin_rows_per_hour", "go_goroutines"} {

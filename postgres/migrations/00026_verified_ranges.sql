@@ -17,7 +17,10 @@
 -- when it was not (verified_before, taken from here when it is queued).
 -- read_max keeps an answer older than one another job already had from
 -- being applied (an older answer never overwrites a newer one, whether the
--- newer one wrote payments or not).
+-- newer one wrote payments or not). account is the connected account whose
+-- rows the job reads (Connect: each account's job reads only its own rows,
+-- interleaved in id order with the others', so the guard compares ranges
+-- of the same account only); NULL without Connect.
 --
 -- A full job's ranges are replaced as its cursor passes them, and those
 -- past the end of the table go at the wrap; a recent-window job's go after
@@ -28,6 +31,7 @@
 CREATE TABLE IF NOT EXISTS reconciliation_verified_ranges (
     id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     job      text        NOT NULL,
+    account  text,
     ids      int8range   NOT NULL,
     read_min timestamptz,
     read_max timestamptz,

@@ -59,11 +59,15 @@
 --   @needs_review the verdict of a drift's finding
 --   @job, @now   the sweep job, the batch's time
 --   @refresh_seconds   --verified-refresh in seconds (0: always write)
+--   @range_account     the store's account (NULL without Connect): the
+--                verified ranges of that account's jobs are compared
 --   @grace       how long a row that changed during its check waits
 --   @not_found   the observation of a 404 (stored, but never as a finding's
 --                external status)
 --   @healed, @superseded   resolutions
 --   @changed     the recheck reason of a row that changed during its check
+--   @account     (an account's store only) the batch's account: a row moved
+--                to another account while it was checked is not verified
 WITH input AS (
     SELECT *
       FROM json_to_recordset(@checks::json) AS t(
@@ -74,12 +78,13 @@ WITH input AS (
            details jsonb, drifts json, judged json)
 ),
 newer AS (
-    -- The verified ranges (any job's) read after this batch's oldest
-    -- answer and overlapping its rows: the only ones that can hold a newer
-    -- answer for one of them.
+    -- The verified ranges (any job's reading the same account's rows) read
+    -- after this batch's oldest answer and overlapping its rows: the only
+    -- ones that can hold a newer answer for one of them.
     SELECT r.ids, r.read_max
       FROM reconciliation_verified_ranges r
      WHERE r.read_max > (SELECT min(read_at) FROM input)
+       AND r.account IS NOT DISTINCT FROM @range_account::text
        AND r.ids && (SELECT int8range(min(payment_id), max(payment_id), '[]') FROM input)
 ),
 judged AS (
@@ -101,6 +106,7 @@ judged AS (
        AND p.status = i.local_status
        AND p.updated_at IS NOT DISTINCT FROM i.updated_at
        AND coalesce(p.stripe_payment_intent_id, '') = i.intent_id
+       AND true /*account:p*/
        AND (p.last_reconciled_at IS NULL OR p.last_reconciled_at <= i.read_at)
        AND NOT EXISTS (SELECT 1 FROM newer r WHERE r.ids @> p.id AND r.read_max > i.read_at)
 ),
@@ -117,6 +123,7 @@ written AS (
        AND p.status = i.local_status
        AND p.updated_at IS NOT DISTINCT FROM i.updated_at
        AND coalesce(p.stripe_payment_intent_id, '') = i.intent_id
+       AND true /*account:p*/
        AND (p.last_reconciled_at IS NULL OR p.last_reconciled_at <= i.read_at)
     RETURNING p.id
 ),

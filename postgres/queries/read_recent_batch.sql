@@ -24,6 +24,7 @@ SELECT c.last_id, c.cycle_started_at, c.last_cycle_completed_at,
           FROM payments pay
          WHERE pay.created_at >= pos.at
            AND (pay.created_at, pay.id) > (pos.at, pos.after_id)
+           AND true /*account:pay*/
          ORDER BY pay.created_at, pay.id
          LIMIT @limit
        ) p ON true

@@ -3,7 +3,7 @@
 -- keep only what lies outside it (one that holds it whole is cut in two),
 -- and, for a job whose ranges are not replaced by its cursor (a recent
 -- window), ranges read before @prune_before go too.
---   @job
+--   @job, @range_account (the store's account, NULL without Connect)
 --   @lo, @hi     the range is (@lo, @hi]
 --   @read_min, @read_max   the oldest and newest answer among its rows
 --                (NULL when none was read)
@@ -36,12 +36,12 @@ cut AS (
      WHERE r.job = @job AND r.ids && s.ids AND NOT r.ids <@ s.ids
     RETURNING r.id
 )
-INSERT INTO reconciliation_verified_ranges (job, ids, read_min, read_max, row_count)
-SELECT @job, s.ids, @read_min::timestamptz, @read_max::timestamptz, @row_count::int
+INSERT INTO reconciliation_verified_ranges (job, account, ids, read_min, read_max, row_count)
+SELECT @job, @range_account::text, s.ids, @read_min::timestamptz, @read_max::timestamptz, @row_count::int
   FROM span s
  WHERE NOT isempty(s.ids)
 UNION ALL
 -- the upper part of a range that held the new one whole
-SELECT r.job, int8range(upper(s.ids), upper(r.ids)), r.read_min, r.read_max, r.row_count
+SELECT r.job, r.account, int8range(upper(s.ids), upper(r.ids)), r.read_min, r.read_max, r.row_count
   FROM reconciliation_verified_ranges r, span s
  WHERE r.job = @job AND lower(r.ids) < lower(s.ids) AND upper(r.ids) > upper(s.ids)

@@ -1,0 +1,2 @@
+-- End a console session (logout).
+DELETE FROM console_sessions WHERE id_hash = @id_hash
