@@ -187,15 +187,15 @@ type Service struct {
 	// accountRecheck builds the console's recheck of a connected account's
 	// row (Connect).
 	accountRecheck func(account string) *sweep.Sweeper
-	catcher  *catchup.Catcher
-	relay    *relay.Relay
-	handler  http.Handler
-	gateway  payrecon.Gateway
-	limiter  *sweep.Limiter
-	ui       *riverui.Handler
-	admin    http.Handler
-	console  *console.Console
-	sampler  *console.Sampler
+	catcher        *catchup.Catcher
+	relay          *relay.Relay
+	handler        http.Handler
+	gateway        payrecon.Gateway
+	limiter        *sweep.Limiter
+	ui             *riverui.Handler
+	admin          http.Handler
+	console        *console.Console
+	sampler        *console.Sampler
 
 	conns *prometheus.GaugeVec
 
