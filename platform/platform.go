@@ -105,6 +105,9 @@ type Config struct {
 	Sweep sweep.Config
 	// RPS is each account's request budget (--rps; 0: unlimited).
 	RPS float64
+	// MinCycles are accounts' minimum cycles longer than Sweep.MinCycle:
+	// the read allocation's (--read-share, payrecon.Allocate).
+	MinCycles map[string]time.Duration
 	// PlatformRPS caps the sum over every account and replica
 	// (--platform-rps; 0: PlatformRPSDefault, negative: unlimited).
 	PlatformRPS float64
@@ -280,6 +283,9 @@ func (p *Platform) sweeper(account string) *sweep.Sweeper {
 	cfg.Limiter, cfg.LeaseFunc, cfg.Registerer = lim, nil, nil
 	cfg.Clock = p.cfg.Clock
 	cfg.Logger = p.cfg.Logger.With("job", cfg.Job)
+	if m := p.cfg.MinCycles[account]; m > cfg.MinCycle {
+		cfg.MinCycle = m
+	}
 	s := sweep.New(p.cfg.Store.ForAccount(p.cfg.Accounts, account), p.cfg.Gateway(account, lim.OnRateLimited), cfg)
 	p.sweepers[account] = s
 	return s

@@ -73,6 +73,10 @@ type FindingFilter struct {
 	// DetectedBefore and DetectedAfter bound detected_at.
 	DetectedBefore, DetectedAfter time.Time
 	PaymentID                     int64
+	// Account, with Accounts found, keeps the findings of one account's
+	// payments ("" the platform's own); nil keeps all.
+	Account  *string
+	Accounts AccountColumn
 	// Limit bounds the rows returned; 0 means 100.
 	Limit int
 }
@@ -133,10 +137,13 @@ func (r *Findings) List(ctx context.Context, flt FindingFilter) ([]Finding, erro
 	if limit <= 0 {
 		limit = 100
 	}
-	rows, err := r.pool.Query(ctx, queries.Get("findings"), pgx.StrictNamedArgs{
+	if flt.Account != nil && !flt.Accounts.Found {
+		return nil, fmt.Errorf("list the findings of account %q: payments has no account column", *flt.Account)
+	}
+	rows, err := r.pool.Query(ctx, accountSQL(queries.Get("findings"), flt.Accounts), pgx.StrictNamedArgs{
 		"id": nil, "state": state, "kinds": kinds, "verdicts": verdicts,
 		"before": optionalTime(flt.DetectedBefore), "after": optionalTime(flt.DetectedAfter),
-		"payment_id": optionalID(flt.PaymentID), "limit": limit,
+		"payment_id": optionalID(flt.PaymentID), "account": flt.Account, "limit": limit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list findings: %w", err)
@@ -152,7 +159,7 @@ func (r *Findings) List(ctx context.Context, flt FindingFilter) ([]Finding, erro
 func (r *Findings) Get(ctx context.Context, id int64) (Finding, error) {
 	f, err := scanFinding(r.pool.QueryRow(ctx, queries.Get("findings"), pgx.StrictNamedArgs{
 		"id": id, "state": "all", "kinds": []string{}, "verdicts": []string{},
-		"before": nil, "after": nil, "payment_id": nil, "limit": 1,
+		"before": nil, "after": nil, "payment_id": nil, "account": nil, "limit": 1,
 	}))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return f, fmt.Errorf("finding %d: %w", id, payrecon.ErrNotFound)

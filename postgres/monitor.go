@@ -15,10 +15,20 @@ import (
 // Monitor answers the monitoring queries the CLI and the metrics use.
 type Monitor struct {
 	pool *pgxpool.Pool
+	// show is a connected account's job Status lists nonetheless.
+	show string
 }
 
 // NewMonitor returns a monitor on pool.
 func NewMonitor(pool *pgxpool.Pool) *Monitor { return &Monitor{pool: pool} }
+
+// WithJob returns a monitor whose Status lists job even when it is a
+// connected account's (status --account).
+func (m *Monitor) WithJob(job string) *Monitor {
+	c := *m
+	c.show = job
+	return &c
+}
 
 // Lag returns the reconciliation lag: how long ago the row least recently
 // verified was verified (or created, if never). ok is false when the table

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,6 +126,9 @@ func (m *Monitor) Status(ctx context.Context, now time.Time, exact bool, repairK
 		return st, err
 	}
 	for _, c := range cycles {
+		if IsAccountJob(c.Job) && c.Job != m.show { // Connect: in the accounts summary (AccountsStatus)
+			continue
+		}
 		j := JobStatus{Cycle: c, Throughput: c.Throughput(), Recent: strings.HasSuffix(c.Job, payrecon.RecentJobSuffix)}
 		if st.Rows > 0 && !j.Recent {
 			j.Progress = min(1, float64(c.CycleRows)/float64(st.Rows))
@@ -143,6 +147,9 @@ func (m *Monitor) Status(ctx context.Context, now time.Time, exact bool, repairK
 	if st.Events, err = m.EventsStatus(ctx, now); err != nil {
 		return st, err
 	}
+	st.Events = slices.DeleteFunc(st.Events, func(e EventsStatus) bool {
+		return IsAccountJob(e.Job) && !strings.HasSuffix(m.show, e.Job[strings.Index(e.Job, "/"):])
+	})
 	if st.OpenFindings, err = m.OpenFindingsByKind(ctx); err != nil {
 		return st, err
 	}

@@ -43,7 +43,7 @@ func (s *Service) newPlatform(pool *pgxpool.Pool, store *postgres.Store, gw payr
 	}
 	return platform.New(platform.Config{
 		Job: sc.Job, Accounts: cfg.Accounts, Store: store, Gateway: gwFunc, Sweep: sc,
-		RPS: cfg.RPS, PlatformRPS: cfg.PlatformRPS,
+		RPS: cfg.RPS, PlatformRPS: cfg.PlatformRPS, MinCycles: cfg.MinCycles,
 		Events: ec, Source: srcFunc, Processor: proc, Pool: pool,
 		FatalFunc: func(err error) {
 			select {

@@ -88,6 +88,9 @@ type Config struct {
 	// PlatformRPS caps the request rate summed over every account and
 	// replica (--platform-rps; 0: platform.PlatformRPSDefault).
 	PlatformRPS float64
+	// MinCycles are accounts' minimum cycles stretched by the read
+	// allocation (--read-share).
+	MinCycles map[string]time.Duration
 	// AccountGateway, when set, reads as one account instead of the Stripe
 	// gateway's ForAccount (tests).
 	AccountGateway platform.GatewayFunc

@@ -78,6 +78,66 @@ func TestScanOnceSweepsEveryAccount(t *testing.T) {
 	if r := runCLI(t, b.env, "scan", "--once", "--account", "cus_x"); r.code != 2 {
 		t.Fatalf("--account cus_x: exit %d, want 2", r.code)
 	}
+
+	// status summarises the accounts; --account shows one.
+	var st struct {
+		Accounts *struct {
+			Accounts, Completed, Behind int
+		} `json:"accounts"`
+		Jobs []struct {
+			Job string `json:"job"`
+		} `json:"jobs"`
+	}
+	mustJSON(t, runCLI(t, b.env, "status", "--json"), &st)
+	if st.Accounts == nil || st.Accounts.Accounts != 3 || st.Accounts.Completed != 3 || st.Accounts.Behind != 0 {
+		t.Fatalf("status accounts = %+v", st.Accounts)
+	}
+	for _, j := range st.Jobs {
+		if strings.Contains(j.Job, "/acct_") {
+			t.Errorf("status lists account job %s one by one", j.Job)
+		}
+	}
+	mustJSON(t, runCLI(t, b.env, "status", "--json", "--account", "acct_A"), &st)
+	if len(st.Jobs) != 1 || st.Jobs[0].Job != "payments-vs-stripe/acct_A" {
+		t.Fatalf("status --account acct_A jobs = %+v", st.Jobs)
+	}
+	var al struct {
+		Allocation struct {
+			Accounts []struct {
+				Account    string `json:"account"`
+				Allocation int64  `json:"allocation"`
+			} `json:"accounts"`
+			Platform *struct {
+				Rows       int64 `json:"rows"`
+				Allocation int64 `json:"allocation"`
+			} `json:"platform"`
+		} `json:"read_allocation"`
+	}
+	mustJSON(t, runCLI(t, b.env, "status", "--json"), &al)
+	if al.Allocation.Platform == nil || al.Allocation.Platform.Rows != 14 || al.Allocation.Platform.Allocation != 10000 || len(al.Allocation.Accounts) != 3 {
+		t.Fatalf("read allocation %+v", al.Allocation)
+	}
+	if r := runCLI(t, b.env, "status"); r.code != 0 || !strings.Contains(r.stdout, "accounts") || !strings.Contains(r.stdout, "3 swept as their own jobs") ||
+		!strings.Contains(r.stdout, "read allocation") {
+		t.Fatalf("status text:\n%s%s", r.stdout, r.stderr)
+	}
+	// findings list --account: only that account's payments' findings.
+	var fs []struct {
+		IntentID string `json:"stripe_payment_intent_id"`
+	}
+	mustJSON(t, runCLI(t, b.env, "findings", "list", "--account", "acct_A", "--json"), &fs)
+	if len(fs) != 3 {
+		t.Fatalf("findings list --account acct_A: %d findings, want 3", len(fs))
+	}
+	for _, f := range fs {
+		if !strings.HasPrefix(f.IntentID, "pi_acct_A_") {
+			t.Errorf("finding of %s listed for acct_A", f.IntentID)
+		}
+	}
+	mustJSON(t, runCLI(t, b.env, "findings", "list", "--account", "platform", "--json"), &fs)
+	if len(fs) != 2 {
+		t.Fatalf("findings list --account platform: %d findings, want 2", len(fs))
+	}
 }
 
 // findings recheck of a connected account's row reads it as that account:

@@ -27,8 +27,10 @@ type findingsListCmd struct {
 	OlderThan time.Duration `name:"older-than" help:"Only findings detected longer ago than this (e.g. 24h)."`
 	NewerThan time.Duration `name:"newer-than" help:"Only findings detected within this (e.g. 1h)."`
 	Payment   int64         `help:"Only findings of this payment id."`
-	Limit     int           `default:"100" help:"At most this many, newest first."`
-	JSON      bool          `help:"Print JSON."`
+	Account   string        `placeholder:"acct_…" help:"Connect: only findings of this account's payments (\"platform\" for the platform's own)."`
+	accountColumnFlag
+	Limit int  `default:"100" help:"At most this many, newest first."`
+	JSON  bool `help:"Print JSON."`
 }
 
 func (c *findingsListCmd) Run(a *app) error {
@@ -66,6 +68,19 @@ func (c *findingsListCmd) Run(a *app) error {
 		return err
 	}
 	defer closePool(pool)
+	if c.Account != "" {
+		acct, err := accountArg(c.Account)
+		if err != nil {
+			return err
+		}
+		if flt.Accounts, err = a.accountColumn(pool, c.accountColumnFlag); err != nil {
+			return err
+		}
+		if !flt.Accounts.Found {
+			return usageError{fmt.Errorf("--account %s: payments has no account column (%s)", c.Account, flt.Accounts.Problem)}
+		}
+		flt.Account = &acct
+	}
 	fs, err := postgres.NewFindings(pool, nil).List(a.ctx, flt)
 	if err != nil {
 		return err

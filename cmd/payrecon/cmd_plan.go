@@ -12,15 +12,18 @@ import (
 )
 
 type planCmd struct {
-	Rows        int64   `help:"N: rows to cover."`
-	Batch       int64   `default:"200" help:"B: rows per run (a periodic sweep)."`
-	RunsPerHour float64 `name:"runs-per-hour" help:"R: runs per hour (a periodic sweep, like the seed's hourly job)."`
-	Growth      float64 `help:"G: new rows per hour."`
-	RPS         float64 `name:"rps" help:"A continuous sweep instead: Stripe requests per second."`
-	RowsPerReq  float64 `name:"rows-per-request" default:"1" help:"Rows verified per Stripe request: 1 in retrieve mode, about 100 in list mode (measured: 0.01 requests per row)."`
-	FromDB      bool    `name:"from-db" help:"Take N, G and the throughput from the database (the measured sweep) instead of flags."`
-	Job         string  `default:"payments-vs-stripe" help:"With --from-db: the job whose measured throughput to use."`
-	JSON        bool    `help:"Print JSON."`
+	Rows         int64   `help:"N: rows to cover."`
+	Batch        int64   `default:"200" help:"B: rows per run (a periodic sweep)."`
+	RunsPerHour  float64 `name:"runs-per-hour" help:"R: runs per hour (a periodic sweep, like the seed's hourly job)."`
+	Growth       float64 `help:"G: new rows per hour."`
+	RPS          float64 `name:"rps" help:"A continuous sweep instead: Stripe requests per second."`
+	RowsPerReq   float64 `name:"rows-per-request" default:"1" help:"Rows verified per Stripe request: 1 in retrieve mode, about 100 in list mode (measured: 0.01 requests per row)."`
+	FromDB       bool    `name:"from-db" help:"Take N, G and the throughput from the database (the measured sweep) instead of flags."`
+	Job          string  `default:"payments-vs-stripe" help:"With --from-db: the job whose measured throughput to use."`
+	Transactions int64   `help:"Transactions of the last 30 days (for Stripe's read allocation: 500 reads each, at least 10,000); with --from-db, the rows created in the last 30 days."`
+	ReadShare    float64 `name:"read-share" default:"0.5" help:"The share of the read allocation the sweep may plan (run's --read-share)."`
+	accountColumnFlag
+	JSON bool `help:"Print JSON."`
 }
 
 func (c *planCmd) Run(a *app) error {
@@ -77,8 +80,18 @@ func (c *planCmd) Run(a *app) error {
 		return usageError{errors.New("give --runs-per-hour (a periodic sweep of --batch rows) or --rps (a continuous sweep)")}
 	}
 	r := payrecon.Plan(in)
+	cycle := r.CycleTime
+	alloc := allocationStatus{Share: c.ReadShare, Accounts: []accountAllocation{}}
+	if c.FromDB {
+		if err := c.allocationFromDB(a, cycle, &alloc); err != nil {
+			return err
+		}
+	} else {
+		p := payrecon.Allocate(payrecon.AllocationInput{Rows: r.Rows, Transactions: c.Transactions, ReadsPerRow: 1 / c.RowsPerReq, Cycle: cycle, Share: c.ReadShare})
+		alloc.Platform = &p
+	}
 	if c.JSON {
-		return a.printJSON(map[string]any{"source": source, "plan": r})
+		return a.printJSON(map[string]any{"source": source, "plan": r, "read_allocation": alloc})
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "rows (N)\t%d\n", r.Rows)
@@ -92,5 +105,33 @@ func (c *planCmd) Run(a *app) error {
 	fmt.Fprintf(tw, "from\t%s\n", source)
 	_ = tw.Flush()
 	fmt.Fprintln(a.stdout, r.Verdict)
+	printAllocation(a.stdout, alloc)
+	return nil
+}
+
+// allocationFromDB projects each account's reads at the planned cycle.
+func (c *planCmd) allocationFromDB(a *app, cycle time.Duration, out *allocationStatus) error {
+	pool, err := a.openMigratedDB()
+	if err != nil {
+		return err
+	}
+	defer closePool(pool)
+	col, err := postgres.DetectAccountColumn(a.ctx, pool, c.AccountColumn)
+	if err != nil {
+		return err
+	}
+	vols, err := postgres.AccountVolumes(a.ctx, pool, col, time.Now().Add(-payrecon.AllocationWindow))
+	if err != nil {
+		return err
+	}
+	var total payrecon.AllocationInput
+	for _, v := range vols {
+		out.Accounts = append(out.Accounts, accountAllocation{Account: v.Account, AllocationResult: payrecon.Allocate(payrecon.AllocationInput{
+			Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: 1 / c.RowsPerReq, Cycle: cycle, Share: c.ReadShare})})
+		total.Rows += v.Rows
+		total.Transactions += v.Recent
+	}
+	p := payrecon.Allocate(payrecon.AllocationInput{Rows: total.Rows, Transactions: total.Transactions, ReadsPerRow: 1 / c.RowsPerReq, Cycle: cycle, Share: c.ReadShare})
+	out.Platform = &p
 	return nil
 }

@@ -138,6 +138,13 @@ func (c *runCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
+	minCycles, err := a.readAllocation(pool, accounts, cfg, c.ReadShare)
+	if err != nil {
+		return err
+	}
+	if m, ok := minCycles[""]; ok && !accounts.Found {
+		cfg.MinCycle = m
+	}
 	platformRPS := c.PlatformRPS
 	if platformRPS == 0 {
 		platformRPS = -1 // no cap (a zero Config field would mean the default)
@@ -156,6 +163,7 @@ func (c *runCmd) Run(a *app) error {
 		MoneyColumns:    cols,
 		Accounts:        accounts,
 		PlatformRPS:     platformRPS,
+		MinCycles:       minCycles,
 		Events:          catchup.Config{Interval: c.EventsInterval},
 		RecentWindow:    recent,
 		RecentInterval:  c.RecentInterval,

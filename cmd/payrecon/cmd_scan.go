@@ -33,6 +33,7 @@ type sweepFlags struct {
 	VerifiedRefresh time.Duration `name:"verified-refresh" env:"PAYRECON_VERIFIED_REFRESH" default:"24h" help:"A verified row whose Stripe status did not change gets observed_external_status and last_reconciled_at written at most once per this long, spread over the cycles (its verification is recorded per batch in payrecon's own table); 0 writes every verified row."`
 	StuckAfter      string        `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
 	PlatformRPS     float64       `name:"platform-rps" env:"PAYRECON_PLATFORM_RPS" default:"50" help:"Connect (--account-column): Stripe requests per second summed over every account and every replica; --rps is then each account's budget. 0: no cap."`
+	ReadShare       float64       `name:"read-share" default:"0.5" help:"Plan at most this share of Stripe's read allocation (500 reads per transaction over 30 days, at least 10,000; for a platform, summed over its accounts): run stretches an account's cycle rather than read more. 0: no limit."`
 	moneyFlags
 }
 
@@ -60,6 +61,9 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	}
 	if err := f.leaseTimeoutFlag.check(); err != nil {
 		return cfg, err
+	}
+	if f.ReadShare < 0 || f.ReadShare > 1 {
+		return cfg, usageError{fmt.Errorf("--read-share must be between 0 and 1, got %g", f.ReadShare)}
 	}
 	if f.PlatformRPS < 0 {
 		return cfg, usageError{fmt.Errorf("--platform-rps must not be negative, got %g (0 means no cap)", f.PlatformRPS)}

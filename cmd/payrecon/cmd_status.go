@@ -1,20 +1,45 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"text/tabwriter"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 type statusCmd struct {
-	Estimate bool `help:"Use PostgreSQL's row estimate instead of count(*) (instant on very large tables)."`
-	JSON     bool `help:"Print JSON."`
+	Estimate bool   `help:"Use PostgreSQL's row estimate instead of count(*) (instant on very large tables)."`
+	JSON     bool   `help:"Print JSON."`
+	Job      string `default:"payments-vs-stripe" help:"Connect: the sweep job whose accounts are summarised (their jobs are <job>/<acct_…>)."`
+	Account  string `placeholder:"acct_…" help:"Connect: show this account's sweep job and events cursor too (\"platform\" for the platform's own rows)."`
 	moneyFlags
+	ReadShare float64       `name:"read-share" default:"0.5" help:"The share of Stripe's read allocation the sweep may plan (as run's --read-share): status says which accounts' cycles it stretches."`
+	Mode      string        `enum:"retrieve,list,auto" default:"auto" help:"The sweep's mode (as run's --mode), for its reads per row: 1 in retrieve mode, 0.0101 in list or auto mode."`
+	MinCycle  time.Duration `name:"min-cycle" default:"1m" help:"The sweep's minimum cycle (as run's --min-cycle), for its projected reads."`
+}
+
+// allocationStatus is each account's projected reads over Stripe's 30
+// days against its read allocation, the worst first, and the platform's
+// summed over its accounts.
+type allocationStatus struct {
+	Share    float64                    `json:"read_share"`
+	Accounts []accountAllocation        `json:"accounts"`
+	Platform *payrecon.AllocationResult `json:"platform,omitempty"`
+}
+
+type accountAllocation struct {
+	Account string `json:"account"`
+	payrecon.AllocationResult
 }
 
 // moneyStatus is what status says about the money checks: which local
@@ -35,10 +60,43 @@ func (c *statusCmd) Run(a *app) error {
 		return err
 	}
 	defer closePool(pool)
-	mon := postgres.NewMonitor(pool)
-	st, err := mon.Status(a.ctx, time.Now(), !c.Estimate, relay.Kind)
+	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
 	if err != nil {
 		return err
+	}
+	mon := postgres.NewMonitor(pool)
+	var only string
+	if c.Account != "" {
+		acct, err := accountArg(c.Account)
+		if err != nil {
+			return err
+		}
+		if !accounts.Found {
+			return usageError{fmt.Errorf("--account %s: payments has no account column (%s)", c.Account, accounts.Problem)}
+		}
+		only = payrecon.AccountJob(c.Job, acct)
+		mon = mon.WithJob(only)
+	}
+	now := time.Now()
+	st, err := mon.Status(a.ctx, now, !c.Estimate, relay.Kind)
+	if err != nil {
+		return err
+	}
+	var as *postgres.AccountsStatus
+	if accounts.Found {
+		s, err := mon.AccountsStatus(a.ctx, now, c.Job)
+		if err != nil {
+			return err
+		}
+		as = &s
+		// The platform's lag is its worst account's.
+		st.Lag, st.LagKnown = s.Lag, s.Accounts > 0
+	}
+	if only != "" {
+		st.Jobs = slices.DeleteFunc(st.Jobs, func(j postgres.JobStatus) bool { return j.Job != only })
+		if len(st.Jobs) == 0 {
+			return fmt.Errorf("no sweep job %s yet: the account has not been swept (payrecon scan --once --account %s, or run)", only, c.Account)
+		}
 	}
 	q, err := mon.Queue(a.ctx, relay.NotifyKind)
 	if err != nil {
@@ -55,15 +113,93 @@ func (c *statusCmd) Run(a *app) error {
 			ms.IgnoreKinds = append(ms.IgnoreKinds, k)
 		}
 	}
+	alloc, err := c.allocation(a, pool, accounts, now)
+	if err != nil {
+		return err
+	}
 	if c.JSON {
 		return a.printJSON(struct {
 			postgres.Status
 			moneyStatus
-		}{st, ms})
+			Accounts   *postgres.AccountsStatus `json:"accounts,omitempty"`
+			Allocation allocationStatus         `json:"read_allocation"`
+		}{st, ms, as, alloc})
 	}
 	printStatus(a.stdout, st)
+	if as != nil {
+		printAccounts(a.stdout, now, *as)
+	}
+	printAllocation(a.stdout, alloc)
 	printMoneyStatus(a.stdout, ms, ignore)
 	return nil
+}
+
+// allocation projects each account's reads (one count of payments).
+func (c *statusCmd) allocation(a *app, pool *pgxpool.Pool, col postgres.AccountColumn, now time.Time) (allocationStatus, error) {
+	out := allocationStatus{Share: c.ReadShare, Accounts: []accountAllocation{}}
+	mode, err := sweep.ParseMode(c.Mode)
+	if err != nil {
+		return out, usageError{err}
+	}
+	vols, err := postgres.AccountVolumes(a.ctx, pool, col, now.Add(-payrecon.AllocationWindow))
+	if err != nil {
+		return out, err
+	}
+	var total payrecon.AllocationInput
+	for _, v := range vols {
+		in := payrecon.AllocationInput{Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: readsPerRow(mode), Cycle: c.MinCycle, Share: c.ReadShare}
+		out.Accounts = append(out.Accounts, accountAllocation{Account: v.Account, AllocationResult: payrecon.Allocate(in)})
+		total.Rows += v.Rows
+		total.Transactions += v.Recent
+	}
+	slices.SortFunc(out.Accounts, func(x, y accountAllocation) int {
+		rx, ry := x.ProjectedReads/float64(x.Allocation), y.ProjectedReads/float64(y.Allocation)
+		return cmp.Compare(ry, rx)
+	})
+	out.Accounts = out.Accounts[:min(len(out.Accounts), 10)]
+	if col.Found {
+		p := payrecon.Allocate(payrecon.AllocationInput{Rows: total.Rows, Transactions: total.Transactions,
+			ReadsPerRow: readsPerRow(mode), Cycle: c.MinCycle, Share: c.ReadShare})
+		out.Platform = &p
+	}
+	return out, nil
+}
+
+func printAllocation(w io.Writer, al allocationStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nread allocation\t(Stripe: 500 reads per transaction over 30 days, at least 10,000; --read-share %.2f)\n", al.Share)
+	line := func(name string, r payrecon.AllocationResult) {
+		note := ""
+		if r.Stretched {
+			note = fmt.Sprintf("; cycle stretched to %s by --read-share", payrecon.FormatDuration(r.MinCycle))
+		}
+		fmt.Fprintf(tw, "  %s\t%s reads / 30 days of %s allowed (%d rows, %d transactions)%s\n", name,
+			thousands(int64(math.Round(r.ProjectedReads))), thousands(r.Allocation), r.Rows, r.Transactions, note)
+	}
+	if al.Platform != nil && len(al.Accounts) > 0 {
+		line("platform (all accounts)", *al.Platform)
+	} else if al.Platform != nil {
+		line("the account", *al.Platform)
+	}
+	for _, x := range al.Accounts {
+		line(accountLabel(x.Account), x.AllocationResult)
+	}
+	_ = tw.Flush()
+}
+
+// printAccounts is status's summary of a platform's account sweeps.
+func printAccounts(w io.Writer, now time.Time, as postgres.AccountsStatus) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\naccounts\t%d swept as their own jobs, %d completed a cycle, %d behind (no cycle completed within %s)\n",
+		as.Accounts, as.Completed, as.Behind, payrecon.FormatDuration(as.BehindAfter))
+	for _, l := range as.Worst {
+		name := l.Account
+		if name == "" {
+			name = "platform"
+		}
+		fmt.Fprintf(tw, "  %s\tlag %s, last cycle %s\n", name, payrecon.FormatDuration(l.Lag), ago(now, l.LastCycleCompletedAt))
+	}
+	_ = tw.Flush()
 }
 
 func printMoneyStatus(w io.Writer, ms moneyStatus, ignore map[payrecon.Kind]bool) {

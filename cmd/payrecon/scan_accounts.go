@@ -31,13 +31,12 @@ type accountsReport struct {
 func (c *scanCmd) runAccounts(a *app, pool *pgxpool.Pool, store *postgres.Store, gw *stripeapi.Gateway, cfg sweep.Config, col postgres.AccountColumn) error {
 	var accounts []string
 	switch {
-	case c.Account == "platform":
-		accounts = []string{""}
 	case c.Account != "":
-		if !payrecon.ValidAccountID(c.Account) {
-			return usageError{fmt.Errorf("--account %q is not an account id (acct_…, or platform)", c.Account)}
+		acct, err := accountArg(c.Account)
+		if err != nil {
+			return err
 		}
-		accounts = []string{c.Account}
+		accounts = []string{acct}
 	default:
 		var err error
 		if accounts, err = postgres.ListAccounts(a.ctx, pool, col); err != nil {
@@ -126,3 +125,15 @@ func (l *lockedProgress) update(b sweep.BatchReport, total sweep.CycleReport) {
 }
 
 func (l *lockedProgress) done() { l.p.done() }
+
+// accountArg parses --account: an account id, or "platform" for the
+// platform's own rows ("").
+func accountArg(s string) (string, error) {
+	if s == "platform" {
+		return "", nil
+	}
+	if !payrecon.ValidAccountID(s) {
+		return "", usageError{fmt.Errorf("--account %q is not an account id (acct_…, or platform)", s)}
+	}
+	return s, nil
+}

@@ -5,6 +5,9 @@
 --   @kinds, @verdicts         any of these (empty: any)
 --   @before, @after           bounds on detected_at (NULL: none)
 --   @payment_id    the findings of one payment (NULL: any)
+--   @account       the findings of one account's payments (NULL: any; ''
+--                  the platform's own), with the account column in the
+--                  marker (postgres.AccountColumn)
 --   @limit
 SELECT id, payment_id, coalesce(stripe_payment_intent_id, ''), kind, verdict, local_status,
        coalesce(external_status, ''), reason, coalesce(repair_command, ''), coalesce(repair_outcome, ''),
@@ -20,5 +23,7 @@ SELECT id, payment_id, coalesce(stripe_payment_intent_id, ''), kind, verdict, lo
    AND (@before::timestamptz IS NULL OR detected_at < @before)
    AND (@after::timestamptz IS NULL OR detected_at > @after)
    AND (@payment_id::bigint IS NULL OR payment_id = @payment_id)
+   AND (@account::text IS NULL
+        OR EXISTS (SELECT 1 FROM payments p WHERE p.id = reconciliation_findings.payment_id AND true /*account:p*/))
  ORDER BY detected_at DESC, id DESC
  LIMIT @limit
