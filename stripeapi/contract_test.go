@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,36 @@ func runContract(t *testing.T, tgt contractTarget) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	// The slim decoder reads the server's answers exactly as stripe-go's
+	// typed structs do (the requests are the same: decode_test.go).
+	t.Run("slim and typed decoders agree", func(t *testing.T) {
+		t.Parallel()
+		gw := gateway(t, tgt.key)
+		slim, err := gw.RetrieveIntent(ctx, tgt.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typed, err := stripeapi.TypedRetrieveIntent(gw, ctx, tgt.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(slim, typed) {
+			t.Errorf("retrieve:\nslim  %+v\ntyped %+v", slim, typed)
+		}
+		q := payrecon.ListQuery{Limit: 100}
+		slimPage, err := gw.ListIntents(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typedPage, err := stripeapi.TypedListIntents(gw, ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(slimPage.Intents) == 0 || !reflect.DeepEqual(slimPage, typedPage) {
+			t.Errorf("list:\nslim  %+v\ntyped %+v", slimPage, typedPage)
 		}
 	})
 

@@ -128,7 +128,7 @@ func (c *runCmd) Run(a *app) error {
 		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn, "account_column", c.AccountColumn, "platform_rps", c.PlatformRPS,
 		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"),
 		"stuck_after", cfg.StuckAfter.String(), "payouts_interval", c.PayoutsInterval,
-		"settle_after", postgres.FormatRetention(time.Duration(c.SettleAfter)))
+		"settle_after", postgres.FormatRetention(time.Duration(c.SettleAfter)), "verified_refresh", c.VerifiedRefresh)
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
 	pool, err := a.openMigratedDB()
 	if err != nil {
