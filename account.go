@@ -11,6 +11,20 @@ import "strings"
 // AccountPrefix starts every connected account id.
 const AccountPrefix = "acct_"
 
+// ConnectKinds are the finding kinds only a platform on Connect can have
+// (its table has the account column): a single account's demo injects none.
+var ConnectKinds = []Kind{KindAccountMismatch}
+
+// IsConnectOnly reports whether k is one of ConnectKinds.
+func (k Kind) IsConnectOnly() bool {
+	for _, c := range ConnectKinds {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
 // AccountJob names the sweep job of one account's rows: base itself for
 // the platform's (account ""), base + "/" + account for a connected
 // account's ("payments-vs-stripe/acct_1A2b…").

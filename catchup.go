@@ -14,6 +14,10 @@ var CatchUpEventTypes = []string{
 	EventPaymentIntentPaymentFailed,
 	EventChargeRefunded,
 	EventChargeDisputeCreated,
+	EventPayoutPaid,
+	EventPayoutFailed,
+	EventPayoutCanceled,
+	EventPayoutReconciliationCompleted,
 }
 
 // EventRetention is how long Stripe keeps events (and so how far back

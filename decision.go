@@ -61,7 +61,8 @@ const (
 )
 
 // Kinds lists every finding kind in documentation order: the status kinds
-// of the decision table, then the money kinds (MoneyKinds).
+// of the decision table, then the money kinds (MoneyKinds), stuck_in_flight,
+// the settlement kinds (SettlementKinds) and invalid_local_row.
 var Kinds = []Kind{
 	KindMissedSuccess,
 	KindMissedCancel,
@@ -76,6 +77,9 @@ var Kinds = []Kind{
 	KindPartiallyRefunded,
 	KindDisputed,
 	KindStuckInFlight,
+	KindSettledNotPaidLocally,
+	KindSettledAmountMismatch,
+	KindPaidNotSettled,
 	KindInvalidLocalRow,
 	KindAccountMismatch,
 }

@@ -37,17 +37,19 @@ var MoneyKinds = []Kind{
 }
 
 // SideKinds lists the kinds recorded beside the status verdict, each its
-// own finding, healed when judged again and not found: the money kinds (and
-// stuck_in_flight). They never supersede a status finding, nor are
+// own finding, healed when judged again and not found: the money kinds,
+// stuck_in_flight and the settlement kinds (judged by the payouts check,
+// never by the sweep). They never supersede a status finding, nor are
 // superseded by one.
 func SideKinds() []Kind {
 	return append(append([]Kind(nil), MoneyKinds...), sideExtra...)
 }
 
-// sideExtra are side kinds that are not money kinds: stuck_in_flight, and
+// sideExtra are side kinds that are not money kinds: stuck_in_flight,
 // account_mismatch (opened by an event, never judged by the sweep, so
-// closed only by a person).
-var sideExtra = []Kind{KindStuckInFlight, KindAccountMismatch}
+// closed only by a person) and the settlement kinds (judged by the payouts
+// check, never by the sweep).
+var sideExtra = append([]Kind{KindStuckInFlight, KindAccountMismatch}, SettlementKinds...)
 
 // IsMoney reports whether k is one of the money kinds.
 func (k Kind) IsMoney() bool {

@@ -100,6 +100,14 @@ type BatchCommit struct {
 	// lease). The commit checks it in its transaction and writes nothing,
 	// failing with ErrLeaseLost, when the lease has moved on.
 	Fence int64
+	// VerifiedRefresh: a verified row whose observed status did not change
+	// (and that has no findings to open or close, and did not come from the
+	// recheck queue) gets its observed_external_status and
+	// last_reconciled_at written at most once per VerifiedRefresh, at a
+	// phase of its own; its verification is recorded with the batch's range
+	// instead (--verified-refresh). Zero writes every verified row, as the
+	// first two waves did.
+	VerifiedRefresh time.Duration
 	// StuckAfter, when it has limits, makes the commit keep when each row
 	// was first observed in its in-flight status and record
 	// stuck_in_flight past the limit (--stuck-after).

@@ -12,7 +12,9 @@
 // the payment, what Stripe said and a timeline; a lookup by payment id,
 // order id or PaymentIntent id; the repairs held for review
 // (--repair-mode review), each with Approve, and Approve all; the audit log
-// of console actions.
+// of console actions; the payouts read (each automatic payout's lines,
+// matched or not, its own check, and the same CSV as `payrecon payouts
+// export`).
 //
 // # Access
 //
@@ -85,6 +87,9 @@ type Config struct {
 	Read ReadModel
 	// Actions are the operator's actions.
 	Actions Actions
+	// Payouts, when set, is what the Payouts page reads; nil: the page
+	// says the payouts check is off.
+	Payouts PayoutsReader
 	// Sessions keeps the sessions on the server (postgres.ConsoleSessions).
 	Sessions SessionStore
 	// StripeHealthFunc, when set, reports the Stripe client's state for the
@@ -298,6 +303,9 @@ func (c *Console) routes() {
 	m.Handle("GET /console/lookup", c.page(c.handleLookup))
 	m.Handle("GET /console/audit", c.page(c.handleAudit))
 	m.Handle("GET /console/repairs", c.page(c.handleHeldRepairs))
+	m.Handle("GET /console/payouts", c.page(c.handlePayouts))
+	m.Handle("GET /console/payouts.csv", c.requireSession(http.HandlerFunc(c.handlePayoutsCSV)))
+	m.Handle("GET /console/payouts/{id}", c.page(c.handlePayout))
 
 	m.Handle("POST /console/findings/{id}/resolve", c.action(c.handleResolve))
 	m.Handle("POST /console/findings/{id}/recheck", c.action(c.handleRecheck))

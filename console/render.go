@@ -35,7 +35,7 @@ func assetHandler() http.Handler {
 }
 
 // pageNames are the templates rendered as whole pages, each with layout.
-var pageNames = []string{"overview", "findings", "finding", "lookup", "audit", "repairs", "login", "error"}
+var pageNames = []string{"overview", "findings", "finding", "lookup", "audit", "repairs", "login", "error", "payouts", "payout"}
 
 func parsePages() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
@@ -67,6 +67,7 @@ var funcs = template.FuncMap{
 	"label":    sourceLabel,
 	"isoTime":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"f1":       func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"date":     func(t time.Time) string { return t.UTC().Format(time.DateOnly) },
 }
 
 // sourceLabel names a timeline source; a new source needs one entry here

@@ -30,7 +30,17 @@
 //     the lost events long before the sweep's next cycle would reach them;
 //     the report gives the detection delay and fails if a live event was
 //     applied twice or missed.
-//  6. The database is read back into a Report: for each kind, injected,
+//  6. Settlement, once the service stopped: the simulator pays every
+//     succeeded charge out in an automatic payout every eighth of the span
+//     (with its refunds, disputes and a fee line), except a few paid rows'
+//     (paid_not_settled); charges of orders marked failed and of orphan
+//     intents are paid out too (settled_not_paid_locally), and the rows
+//     whose amount differs settle for Stripe's (settled_amount_mismatch).
+//     One payout's amount is off by one, another fails after it was paid,
+//     one is manual. The payouts check (`run`'s round) reads and judges
+//     them with --settle-after a quarter of the span, then reads the failed
+//     payout again, as its event would make it.
+//  7. The database is read back into a Report: for each kind, injected,
 //     detected, repaired, left for review and missed; findings on rows not
 //     injected with their kind; rows that must not change but did.
 //

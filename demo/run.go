@@ -167,6 +167,11 @@ func (r *runner) play(ctx context.Context) error {
 	if err := r.collectNotifications(ctx); err != nil {
 		return err
 	}
+	t = time.Now()
+	if err := r.settle(ctx); err != nil {
+		return err
+	}
+	r.rep.Timings.Settle = time.Since(t)
 	return r.collect(ctx)
 }
 

@@ -140,6 +140,14 @@ type plan struct {
 	rows    []row
 	orphans []orphan
 	counts  [numRoles]int
+	// start and span are when the rows' creation times begin and how long
+	// they last.
+	start time.Time
+	span  time.Duration
+	// unsettled are the rows (indexes into rows) paid on both sides whose
+	// charges the settlement phase leaves out of every payout:
+	// paid_not_settled.
+	unsettled map[int]bool
 	// live are the rows whose intents succeed while the service runs,
 	// after the sweep has passed them (indexes into rows, ascending): the
 	// first of the untouched rows. Even positions lose their webhook (the
@@ -204,6 +212,9 @@ func newPlan(n int, seed uint64, now time.Time, span time.Duration) (*plan, erro
 		}
 	}
 
+	p.start, p.span = start, span
+	p.chooseUnsettled(now)
+
 	// Orphans sit just after a local row (never the last one), so that
 	// every one of them lies inside the creation-time window of the batch
 	// that holds its neighbour, whatever the batch boundaries.
@@ -231,7 +242,76 @@ func (p *plan) injected() map[payrecon.Kind]int {
 		}
 	}
 	out[payrecon.KindMissingLocally] = len(p.orphans)
+	for i := range p.rows {
+		if k := p.settlementKind(i); k != "" {
+			out[k]++
+		}
+	}
+	for _, o := range p.orphans {
+		if k := o.settlementKind(); k != "" {
+			out[k]++
+		}
+	}
 	return out
+}
+
+// Settlement: payouts every payoutEvery of the rows' span, and
+// --settle-after a quarter of it, so that the rows of the first half have
+// later payouts and can be paid_not_settled.
+const (
+	payoutsPerSpan     = 8
+	settleAfterPerSpan = 4
+	unsettledShare     = 0.002
+	unsettledMin       = 2
+)
+
+// payoutEvery is the time between two of the demo's payouts.
+func (p *plan) payoutEvery() time.Duration { return p.span / payoutsPerSpan }
+
+// settleAfter is the demo's --settle-after.
+func (p *plan) settleAfter() time.Duration { return p.span / settleAfterPerSpan }
+
+// chooseUnsettled picks, evenly, paid rows created after the first two
+// payouts and early enough to have a payout --settle-after later (the one
+// at now): their charges stay out of every payout.
+func (p *plan) chooseUnsettled(now time.Time) {
+	lo, hi := p.start.Add(2*p.payoutEvery()), now.Add(-p.settleAfter()-2*p.payoutEvery())
+	var eligible []int
+	for i, r := range p.rows {
+		if r.role == rolePaid && !r.created.Before(lo) && !r.created.After(hi) {
+			eligible = append(eligible, i)
+		}
+	}
+	n := min(len(eligible), max(unsettledMin, int(float64(len(p.rows))*unsettledShare)))
+	p.unsettled = make(map[int]bool, n)
+	for j := range n {
+		p.unsettled[eligible[j*len(eligible)/n]] = true
+	}
+}
+
+// settlementKind is the settlement drift row i is injected with ("" for
+// none): a charge settled for an order marked failed, a settled gross that
+// is not the order's amount, or a paid row whose charge stays out of every
+// payout.
+func (p *plan) settlementKind(i int) payrecon.Kind {
+	switch {
+	case p.unsettled[i]:
+		return payrecon.KindPaidNotSettled
+	case p.rows[i].role == roleFailedThenPaid:
+		return payrecon.KindSettledNotPaidLocally
+	case p.rows[i].role == roleAmountMismatch:
+		return payrecon.KindSettledAmountMismatch
+	}
+	return ""
+}
+
+// settlementKind is what an orphan's settlement shows: a succeeded one is
+// paid out with no local row.
+func (o orphan) settlementKind() payrecon.Kind {
+	if o.status == payrecon.IntentSucceeded {
+		return payrecon.KindSettledNotPaidLocally
+	}
+	return ""
 }
 
 // expectedBefore returns the status and version a row must have once the

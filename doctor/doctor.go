@@ -103,6 +103,8 @@ type Config struct {
 	SweepMode                    string
 	AmountColumn, CurrencyColumn string
 	EventsInterval               time.Duration
+	// PayoutsInterval is the payouts check's (0: off).
+	PayoutsInterval              time.Duration
 	RecentWindow, RecentInterval time.Duration
 	// WebhookSecrets is STRIPE_WEBHOOK_SECRET as given (comma-separated).
 	WebhookSecrets string
@@ -544,6 +546,18 @@ func checkStripe(ctx context.Context, rep *Report, cfg Config) {
 	}
 	if cfg.EventsInterval <= 0 {
 		rep.ok("permission "+stripeapi.PermissionEvents, "not needed: the events catch-up is off (--events-interval 0)")
+	}
+	const payouts = "permission Payouts: Read, Balance: Read"
+	switch err := cfg.Gateway.CheckPayoutAccess(ctx, ""); {
+	case cfg.PayoutsInterval <= 0:
+		rep.ok(payouts, "not needed: the payouts check is off (--payouts-interval 0)")
+	case err == nil:
+		rep.ok(payouts, "granted")
+	case errors.Is(err, payrecon.ErrConfig):
+		rep.warn(payouts, err.Error()+": the payouts check turns itself off",
+			"edit the restricted key in the Dashboard and grant Payouts: Read and Balance: Read, or set --payouts-interval 0")
+	default:
+		rep.fail(payouts, fmt.Sprintf("Stripe could not be asked: %v", err), "check this machine's outbound HTTPS to api.stripe.com and run doctor again")
 	}
 	if date.IsZero() {
 		rep.warn("clock_stripe", "Stripe's answer had no Date header: the clock could not be compared", "nothing to do against api.stripe.com; a proxy may strip it")

@@ -67,7 +67,7 @@ func base(t *testing.T) (doctor.Config, *pgxpool.Pool, *stripesim.Server) {
 	return doctor.Config{
 		DatabaseURL: u, Replicas: 1, DBMaxConns: 5,
 		StripeSecretKey: key, Gateway: gateway(t, key, sim),
-		RPS: 20, MinCycle: 24 * time.Hour, SweepMode: "list", EventsInterval: time.Hour, ReadShare: 0.5,
+		RPS: 20, MinCycle: 24 * time.Hour, SweepMode: "list", EventsInterval: time.Hour, ReadShare: 0.5, PayoutsInterval: time.Hour,
 		AmountColumn: "amount", CurrencyColumn: "currency", AccountColumn: "stripe_account_id", SessionColumn: "stripe_checkout_session_id",
 		WebhookSecrets: "whsec_0123456789abcdefABCDEF",
 		Notify:         relay.NotifyConfig{URL: receiver(t, notifySecret, http.StatusNoContent), Secret: notifySecret}, PingNotify: true,
@@ -112,7 +112,7 @@ func TestDoctorPassesOnReadOnlyDatabase(t *testing.T) {
 	}
 	want := []string{"database", "migrations", "payments", "payments_indexes", "optional_columns", "connections", "clock_database",
 		"read_allocation", "stripe_key", "permission PaymentIntents: Read", "permission Charges: Read", "permission Events: Read",
-		"clock_stripe", "webhook_secret", "notify", "console_password"}
+		"permission Payouts: Read, Balance: Read", "clock_stripe", "webhook_secret", "notify", "console_password"}
 	got := results(rep)
 	for _, name := range want {
 		if _, ok := got[name]; !ok {
@@ -223,6 +223,9 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 		{"no PaymentIntents: Read", "permission PaymentIntents: Read", doctor.Fail, "PaymentIntents: Read", func(t *testing.T, _ *doctor.Config, _ *pgxpool.Pool, sim *stripesim.Server) {
 			sim.SetFaults(stripesim.Faults{MissingPermissions: []string{stripesim.PermissionPaymentIntentRead}})
 		}},
+		{"no Balance: Read", "permission Payouts: Read, Balance: Read", doctor.Warn, "Balance: Read", func(t *testing.T, _ *doctor.Config, _ *pgxpool.Pool, sim *stripesim.Server) {
+			sim.SetFaults(stripesim.Faults{MissingPermissions: []string{stripesim.PermissionBalanceRead}})
+		}},
 		{"a malformed webhook secret", "webhook_secret", doctor.Fail, "secret 2 is not a Stripe signing secret", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
 			cfg.WebhookSecrets = "whsec_0123456789abcdefABCDEF,sk_live_oops"
 		}},
@@ -277,13 +280,14 @@ func TestDoctorPassingVariants(t *testing.T) {
 	cfg, pool, _ := base(t)
 	pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN amount bigint, ADD COLUMN currency text, ADD COLUMN stripe_account_id text")
 	cfg.AdminAddr, cfg.ConsolePassword = "0.0.0.0:8081", "correct horse battery staple"
-	cfg.EventsInterval, cfg.PingNotify = 0, false
+	cfg.EventsInterval, cfg.PingNotify, cfg.PayoutsInterval = 0, false, 0
 	got := results(doctor.Run(context.Background(), cfg))
 	for check, want := range map[string]string{
-		"optional_columns":        "amount amount (the amount check is on); currency currency (the currency check is on); account column stripe_account_id (Connect",
-		"console_password":        "set; --admin-addr 0.0.0.0:8081",
-		"permission Events: Read": "not needed",
-		"notify":                  "not pinged",
+		"optional_columns":                        "amount amount (the amount check is on); currency currency (the currency check is on); account column stripe_account_id (Connect",
+		"console_password":                        "set; --admin-addr 0.0.0.0:8081",
+		"permission Events: Read":                 "not needed",
+		"permission Payouts: Read, Balance: Read": "not needed",
+		"notify": "not pinged",
 	} {
 		if r := got[check]; r.Status != doctor.OK || !strings.Contains(r.Detail, want) {
 			t.Errorf("%s: %s %q; want ok saying %q", check, r.Status, r.Detail, want)

@@ -44,11 +44,21 @@ type Events struct {
 	// HoldFunc holds the repair commands queued under review
 	// (relay.Relay.HoldFunc); review without it fails the event.
 	HoldFunc EnqueueFunc
+	// PayoutFunc, when set, is called in the event's transaction for a
+	// payout event (payrecon.PayoutEventTypes) to queue a read of its
+	// payout (settlement.EnqueueRead); without it, and for a
+	// connected account's payouts (not read yet), payout events are
+	// recorded and ignored.
+	PayoutFunc PayoutFunc
 	// Accounts, when found, makes every event be checked against the
 	// account its payment's row records (Connect): one from another
 	// account is never applied and opens account_mismatch.
 	Accounts AccountColumn
 }
+
+// PayoutFunc queues the read of a payout that an event named, inside the
+// event's transaction: account "" is the platform's own.
+type PayoutFunc func(ctx context.Context, tx pgx.Tx, account, payoutID, eventID string) error
 
 var _ payrecon.EventProcessor = (*Events)(nil)
 
@@ -115,6 +125,18 @@ func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now ti
 		return err
 	}
 	cmd, ok := payrecon.CommandForEvent(ev.Type)
+	if id := ev.PayoutID(); !ok && id != "" {
+		res.Outcome = payrecon.OutcomeIgnored
+		// Only the platform's own payouts are read for now: a connected
+		// account's payout event is recorded, not acted on.
+		if e.PayoutFunc != nil && ev.Account == "" {
+			if err := e.PayoutFunc(ctx, tx, "", id, ev.ID); err != nil {
+				return fmt.Errorf("queue the read of payout %s (event %s): %w", id, ev.ID, err)
+			}
+			res.Outcome = payrecon.OutcomePayoutQueued
+		}
+		return nil
+	}
 	if !ok {
 		if charge := payrecon.ChargeFromEvent(ev, now); charge != nil && ev.IntentID() != "" {
 			return e.applyMoney(ctx, tx, ev, charge, now, res)

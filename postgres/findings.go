@@ -47,6 +47,8 @@ type FindingDetails struct {
 	Charge         *ChargeDetails `json:"charge,omitempty"`
 	LocalAmount    *int64         `json:"local_amount,omitempty"`
 	LocalCurrency  string         `json:"local_currency,omitempty"`
+	// Settlement is what the payouts said, on a settlement finding.
+	Settlement *SettlementDetails `json:"settlement,omitempty"`
 }
 
 // ChargeDetails is the latest charge as a finding keeps it.

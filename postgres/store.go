@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -153,7 +154,7 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 	if s.RepairMode.Holds() && s.HoldFunc == nil {
 		return res, fmt.Errorf("commit batch of job %q: repair mode review needs a HoldFunc", c.Job)
 	}
-	checks, intents, err := checkRows(c.Checks, c.Now, s.RepairMode.Queues())
+	checks, intents, err := checkRows(c.Checks, c.Now, c.Advance, s.RepairMode.Queues())
 	if err != nil {
 		return res, fmt.Errorf("commit batch of job %q: %w", c.Job, err)
 	}
@@ -189,7 +190,8 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			"healed": string(payrecon.ResolvedHealed), "superseded": string(payrecon.ResolvedSuperseded),
 			"side_kinds": kindStrings(payrecon.SideKinds()), "needs_review": string(payrecon.NeedsReview),
 			"stuck_kind": string(payrecon.KindStuckInFlight), "stuck_statuses": stuckStatuses, "stuck_limits": stuckLimits,
-			"inflight_statuses": inflight,
+			"inflight_statuses": inflight, "refresh_seconds": max(c.VerifiedRefresh, 0).Seconds(),
+			"range_account": s.rangeAccount(),
 		})).QueryRow(func(row pgx.Row) error {
 			var opened, resolved []string
 			if err := row.Scan(&res.Verified, &res.Stale, &opened, &resolved, &res.Commands); err != nil {
@@ -207,6 +209,12 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			countKinds(res.Resolved, kinds)
 			return err
 		})
+		if rng, ok := s.verifiedRange(c); ok {
+			b.Queue(queries.Get("record_verified_range"), pgx.StrictNamedArgs{
+				"job": c.Job, "lo": rng.lo, "hi": rng.hi, "read_min": rng.readMin, "read_max": rng.readMax,
+				"row_count": rng.rows, "prune_before": rng.pruneBefore, "range_account": s.rangeAccount(),
+			})
+		}
 		if invalid := invalidRows(c.Checks); len(invalid) > 0 {
 			b.Queue(queries.Get("open_invalid_rows"), pgx.StrictNamedArgs{
 				"ids": invalid, "kind": string(payrecon.KindInvalidLocalRow), "verdict": string(payrecon.NeedsReview),
@@ -250,9 +258,83 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 	return res, nil
 }
 
+// windowRangeKeep is how long a recent-window job's verified ranges are
+// kept: they are not replaced by a cursor that walks the ids, and serve only
+// to keep another job's older answers from being applied, which are never
+// this old.
+const windowRangeKeep = time.Hour
+
+// rangeAccount is the account the store's verified ranges are recorded
+// under and compared with: its account when it reads one account's rows,
+// NULL otherwise.
+func (s *Store) rangeAccount() *string {
+	if s.accounts == nil {
+		return nil
+	}
+	a := s.account
+	return &a
+}
+
+// verifiedRange is what record_verified_range.sql records for a batch.
+type verifiedRange struct {
+	lo, hi           int64
+	readMin, readMax *time.Time
+	rows             int
+	pruneBefore      *time.Time
+}
+
+// verifiedRange describes the batch's range of ids and the times of its
+// answers (over every row Stripe was read for: a superset of those the
+// commit verifies, so read_min is never later, nor read_max earlier, than
+// theirs). A full sweep's range is its cursor range (From, To]; a
+// recent-window batch, read in creation order, covers the span of its
+// rows' ids. Batches that do not move the cursor (rechecks) record none:
+// their rows are always written.
+func (s *Store) verifiedRange(c payrecon.BatchCommit) (verifiedRange, bool) {
+	if !c.Advance {
+		return verifiedRange{}, false
+	}
+	r := verifiedRange{lo: c.From, hi: c.To}
+	if s.window > 0 {
+		first := true
+		for _, ch := range c.Checks {
+			if ch.Row.FromRecheck {
+				continue
+			}
+			if first || ch.Row.ID-1 < r.lo {
+				r.lo = ch.Row.ID - 1
+			}
+			if first || ch.Row.ID > r.hi {
+				r.hi = ch.Row.ID
+			}
+			first = false
+		}
+		before := c.Now.Add(-windowRangeKeep)
+		r.pruneBefore = &before
+	}
+	for _, ch := range c.Checks {
+		if !ch.Read() || ch.Row.FromRecheck {
+			continue
+		}
+		t := ch.ReadAt
+		if r.readMin == nil || t.Before(*r.readMin) {
+			r.readMin = &t
+		}
+		if r.readMax == nil || t.After(*r.readMax) {
+			r.readMax = &t
+		}
+		r.rows++
+	}
+	return r, r.hi > r.lo
+}
+
 // checkRow is one element of commit_checks.sql's @checks JSON array.
 type checkRow struct {
-	PaymentID     int64      `json:"payment_id"`
+	PaymentID int64 `json:"payment_id"`
+	// Always writes the row's observed status and last_reconciled_at
+	// whatever changed: a recheck, or a batch that does not move the cursor
+	// (and so records no range).
+	Always        bool       `json:"always"`
 	Version       int64      `json:"version"`
 	IntentID      string     `json:"intent_id"`
 	LocalStatus   string     `json:"local_status"`
@@ -260,18 +342,19 @@ type checkRow struct {
 	ReadAt        *time.Time `json:"read_at"`
 	Observed      *string    `json:"observed"`
 	Verdict       string     `json:"verdict"`
-	Kind          *string    `json:"kind"`
-	Command       *string    `json:"command"`
-	Reason        string     `json:"reason"`
+	Kind          *string    `json:"kind,omitempty"`
+	Command       *string    `json:"command,omitempty"`
+	Reason        string     `json:"reason,omitempty"`
 	Heals         bool       `json:"heals"`
-	RecheckAt     *time.Time `json:"recheck_at"`
-	RecheckReason *string    `json:"recheck_reason"`
-	Err           *string    `json:"err"`
+	RecheckAt     *time.Time `json:"recheck_at,omitempty"`
+	RecheckReason *string    `json:"recheck_reason,omitempty"`
+	Err           *string    `json:"err,omitempty"`
 	// Details is what Stripe returned (FindingDetails), kept with the
-	// findings the row opens.
-	Details *FindingDetails  `json:"details"`
-	Drifts  []payrecon.Drift `json:"drifts"`
-	Judged  []payrecon.Kind  `json:"judged"`
+	// findings the row opens. Fields left out are NULL to the statement
+	// (booleans are never left out: a NULL would poison its conditions).
+	Details *FindingDetails  `json:"details,omitempty"`
+	Drifts  []payrecon.Drift `json:"drifts,omitempty"`
+	Judged  []payrecon.Kind  `json:"judged,omitempty"`
 }
 
 // detailsOf builds a finding's details from what Stripe returned for the
@@ -305,19 +388,29 @@ func kindStrings(kinds []payrecon.Kind) []string {
 // than what it would overwrite. Without queue (repair mode off) no row
 // carries a command: repairable findings are recorded without one, and
 // nothing is queued.
-func checkRows(checks []payrecon.Check, now time.Time, queue bool) ([]checkRow, []string, error) {
+func checkRows(checks []payrecon.Check, now time.Time, advance, queue bool) ([]checkRow, []string, error) {
 	rows, intents := make([]checkRow, len(checks)), make([]string, len(checks))
 	for i, ch := range checks {
 		if ch.Read() && ch.ReadAt.IsZero() {
 			return nil, nil, fmt.Errorf("payment %d: Stripe was read but the check carries no read time", ch.Row.ID)
 		}
 		rows[i] = checkRow{
-			PaymentID: ch.Row.ID, Version: ch.Row.Version, IntentID: ch.Row.IntentID,
+			PaymentID: ch.Row.ID, Always: ch.Row.FromRecheck || !advance, Version: ch.Row.Version, IntentID: ch.Row.IntentID,
 			LocalStatus: string(ch.Row.Status), Observed: optional(string(ch.Observed)),
 			Verdict: string(ch.Decision.Verdict), Kind: optional(string(ch.Decision.Kind)),
-			Command: optional(string(ch.Decision.Command)), Reason: ch.Decision.Reason,
-			Heals: ch.Decision.Verdict == payrecon.InSync, Err: optional(ch.Err),
-			Details: detailsOf(ch.Intent, ch.Row.Money, now), Drifts: ch.Drifts, Judged: ch.Judged,
+			Command: optional(string(ch.Decision.Command)),
+			Heals:   ch.Decision.Verdict == payrecon.InSync, Err: optional(ch.Err),
+			Drifts: ch.Drifts, Judged: ch.Judged,
+		}
+		// The reason and what Stripe returned go only with a check that
+		// may open a finding (its status kind, a drift, or a stuck
+		// in-flight status): most rows are in sync, and the statement's
+		// JSON is most of a batch's cost to build and to parse.
+		if ch.Decision.Kind != "" {
+			rows[i].Reason = ch.Decision.Reason
+		}
+		if ch.Decision.Kind != "" || len(ch.Drifts) > 0 || slices.Contains(payrecon.StuckStatuses, ch.Observed) {
+			rows[i].Details = detailsOf(ch.Intent, ch.Row.Money, now)
 		}
 		if !queue {
 			rows[i].Command = nil
@@ -364,6 +457,11 @@ func (s *Store) Wrap(ctx context.Context, job string, from, fence int64, now tim
 		}
 		if tag.RowsAffected() != 1 {
 			return fmt.Errorf("wrap cursor %q from %d: %w", job, from, payrecon.ErrConcurrentRun)
+		}
+		if s.window == 0 {
+			if _, err := tx.Exec(ctx, queries.Get("wrap_verified_ranges"), pgx.StrictNamedArgs{"job": job, "from": from}); err != nil {
+				return fmt.Errorf("wrap verified ranges of %q: %w", job, err)
+			}
 		}
 		return nil
 	})

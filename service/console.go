@@ -78,6 +78,9 @@ func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*conso
 	cc := s.cfg.Console
 	cc.Password = s.cfg.ConsolePassword
 	cc.Read = reader
+	if s.cfg.Payouts.Interval > 0 {
+		cc.Payouts = postgres.NewPayouts(pool)
+	}
 	cc.Sessions = postgres.NewConsoleSessions(pool)
 	cc.Actions = &consoleActions{
 		audit:    postgres.NewConsoleAudit(pool, s.cfg.Clock),

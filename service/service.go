@@ -42,6 +42,7 @@ import (
 	"github.com/payrecon/payrecon/platform"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/settlement"
 	"github.com/payrecon/payrecon/stripeapi"
 	"github.com/payrecon/payrecon/sweep"
 )
@@ -129,6 +130,9 @@ type Config struct {
 	// (apply, the zero value), held for an approval (review), or not queued
 	// (off: findings only).
 	RepairMode payrecon.RepairMode
+	// Payouts configures the payouts check (off unless Payouts.Interval
+	// is positive); the relay's Payouts jobs are set by the service.
+	Payouts PayoutsConfig
 	// ShutdownTimeout bounds each stage of the shutdown (default 20 s).
 	ShutdownTimeout time.Duration
 	// Logger receives the service's logs; nil discards them.
@@ -279,6 +283,17 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	events.Ignore = cfg.Sweep.Money.Ignore
 	events.Accounts = cfg.Accounts
 	events.RepairMode, events.HoldFunc = cfg.RepairMode, hold
+	payouts, err := s.newPayouts(pool, gw)
+	if err != nil {
+		return nil, err
+	}
+	if payouts != nil {
+		// payout.* events (webhook or catch-up) read their payout at once,
+		// through the relay's River client (built below, before any event).
+		events.PayoutFunc = func(ctx context.Context, tx pgx.Tx, account, payoutID, eventID string) error {
+			return settlement.EnqueueRead(s.relay.Client())(ctx, tx, account, payoutID, eventID)
+		}
+	}
 	caught := events.WithSource(payrecon.SourceEvents)
 	rc := cfg.Relay
 	if cfg.Accounts.Found {
@@ -296,6 +311,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if rc.Workers == 0 {
 		// The pool must have room for them (relay.Config.Workers).
 		rc.Workers = max(2, min(relay.WorkersDefault, int(pool.Config().MaxConns)-6))
+	}
+	if payouts != nil {
+		rc.Jobs = combineJobs(rc.Jobs, payouts.Jobs(cfg.Payouts.Interval))
 	}
 	built, err := relay.New(pool, writer, rc)
 	if err != nil {
@@ -561,7 +579,8 @@ func (s *Service) Run(ctx context.Context) error {
 	})
 	s.log.Info("payrecon is running", "http_addr", s.Addr(), "admin_addr", s.AdminAddr(),
 		"console_url", "http://"+s.AdminAddr()+console.Prefix, "job", s.sweeper.Config().Job, "rps", s.cfg.RPS,
-		"events_interval", s.cfg.Events.Interval, "recent", s.cfg.RecentWindow, "recent_interval", s.cfg.RecentInterval)
+		"events_interval", s.cfg.Events.Interval, "recent", s.cfg.RecentWindow, "recent_interval", s.cfg.RecentInterval,
+		"payouts_interval", s.cfg.Payouts.Interval)
 	if s.console.Open() {
 		s.log.Warn("the console has no password: anyone who reaches the admin address acts as an operator; set PAYRECON_CONSOLE_PASSWORD to require a login",
 			"admin_addr", s.AdminAddr())

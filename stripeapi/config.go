@@ -75,7 +75,8 @@ type Config struct {
 	// payrecon_stripe_requests_total{op,outcome} and
 	// payrecon_stripe_request_duration_seconds{op}, once per RetrieveIntent,
 	// ListIntents or ListEvents (and per request of CheckAccess) with op
-	// "retrieve", "list" or "events", the outcome ("ok", "not_found",
+	// "retrieve", "list" or "events" (ListPayouts and RetrievePayout:
+	// "payouts"; ListPayoutLines: "balance_transactions"), the outcome ("ok", "not_found",
 	// "rate_limited", "unavailable", "config_error" or "canceled") and the
 	// time the call took, retries included.
 	Registerer prometheus.Registerer

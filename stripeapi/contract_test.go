@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,36 @@ func runContract(t *testing.T, tgt contractTarget) {
 		}
 	})
 
+	// The slim decoder reads the server's answers exactly as stripe-go's
+	// typed structs do (the requests are the same: decode_test.go).
+	t.Run("slim and typed decoders agree", func(t *testing.T) {
+		t.Parallel()
+		gw := gateway(t, tgt.key)
+		slim, err := gw.RetrieveIntent(ctx, tgt.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typed, err := stripeapi.TypedRetrieveIntent(gw, ctx, tgt.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(slim, typed) {
+			t.Errorf("retrieve:\nslim  %+v\ntyped %+v", slim, typed)
+		}
+		q := payrecon.ListQuery{Limit: 100}
+		slimPage, err := gw.ListIntents(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typedPage, err := stripeapi.TypedListIntents(gw, ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(slimPage.Intents) == 0 || !reflect.DeepEqual(slimPage, typedPage) {
+			t.Errorf("list:\nslim  %+v\ntyped %+v", slimPage, typedPage)
+		}
+	})
+
 	t.Run("list events one page", func(t *testing.T) {
 		t.Parallel()
 		page, err := gateway(t, tgt.key).ListEvents(ctx, payrecon.EventQuery{Limit: 2})
@@ -157,6 +188,40 @@ func runContract(t *testing.T, tgt contractTarget) {
 	t.Run("check access", func(t *testing.T) {
 		t.Parallel()
 		if err := gateway(t, tgt.key).CheckAccess(ctx, stripeapi.AccessNeeds{Charges: true, Events: true}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("payouts and their lines", func(t *testing.T) {
+		t.Parallel()
+		gw := gateway(t, tgt.key)
+		page, err := gw.ListPayouts(ctx, payrecon.PayoutQuery{CreatedGTE: time.Now().Add(-365 * 24 * time.Hour * 30), Limit: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Payouts) == 0 {
+			t.Fatal("no payout listed")
+		}
+		p := page.Payouts[0]
+		if !strings.HasPrefix(p.ID, "po_") || p.Status == "" || p.Currency == "" || p.Created.IsZero() || p.ReconciliationStatus == "" {
+			t.Errorf("payout %+v does not parse as a Payout", p)
+		}
+		if _, err := gw.RetrievePayout(ctx, "", p.ID); err != nil {
+			t.Fatal(err)
+		}
+		lines, err := gw.ListPayoutLines(ctx, payrecon.PayoutLineQuery{PayoutID: p.ID, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(lines.Lines) == 0 {
+			t.Fatal("no line listed")
+		}
+		for _, l := range lines.Lines {
+			if !strings.HasPrefix(l.ID, "txn_") || l.Type == "" || l.ReportingCategory == "" || l.Currency == "" || l.Net != l.Amount-l.Fee {
+				t.Errorf("line %+v does not parse as a BalanceTransaction", l)
+			}
+		}
+		if err := gw.CheckPayoutAccess(ctx, ""); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -201,6 +266,9 @@ func TestContractSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := sim.Refund(known.ID, 500); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.CreatePayout(stripesim.PayoutSpec{Intents: []string{known.ID}, Fees: []int64{50}}); err != nil {
 		t.Fatal(err)
 	}
 	sim.Put(stripesim.Intent{ID: "pi_contract_acct", Account: "acct_contract", Created: time.Now().Add(-time.Minute)})

@@ -3,7 +3,10 @@
 // It reads PaymentIntents one at a time (RetrieveIntent) or one list page at
 // a time (ListIntents), each with its latest charge expanded in the same
 // request (amount captured, refunded, disputed), and events one list page at
-// a time (ListEvents, each event's JSON exactly as Stripe sent it). CheckAccess
+// a time (ListEvents, each event's JSON exactly as Stripe sent it), and
+// payouts and each automatic payout's balance transactions with their sources
+// expanded (ListPayouts, RetrievePayout, ListPayoutLines: payrecon.PayoutSource),
+// under a connected account's Stripe-Account header when one is named. CheckAccess
 // makes one cheap request per resource at start-up and names the permission a
 // restricted key lacks. Every call retries what is worth retrying and
 // translates every failure into the three kinds the sweep acts on:

@@ -104,6 +104,8 @@ var dashboardPermissions = map[string]string{
 	"rak_charge_read":         "Charges: Read",
 	"rak_dispute_read":        "Disputes: Read",
 	"rak_event_read":          "Events: Read",
+	"rak_payout_read":         "Payouts: Read",
+	"rak_balance_read":        "Balance: Read",
 }
 
 // forbiddenCause says which permission a restricted key lacks: the one
@@ -120,8 +122,13 @@ func (g *Gateway) forbiddenCause(op string, f *failure) string {
 		}
 	}
 	needs := "PaymentIntents: Read and Charges: Read (the latest charge is read with each PaymentIntent)"
-	if op == opEvents {
+	switch op {
+	case opEvents:
 		needs = "Events: Read"
+	case opPayouts:
+		needs = "Payouts: Read"
+	case opPayoutLines:
+		needs = "Balance: Read (and Payouts: Read)"
 	}
 	return fmt.Sprintf("Stripe refused the API key access (403); a restricted key needs %s%s", needs, fix)
 }

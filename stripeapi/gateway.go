@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stripe/stripe-go/v85"
+	"github.com/stripe/stripe-go/v85/form"
 
 	"github.com/payrecon/payrecon"
 )
@@ -16,8 +17,12 @@ import (
 // Stripe. It implements payrecon.Gateway and payrecon.EventSource and is
 // safe for concurrent use.
 type Gateway struct {
-	cfg     Config
-	sc      *stripe.Client
+	cfg Config
+	sc  *stripe.Client
+	// raw is the same backend as sc's, asked through stripe-go's raw
+	// request API: the PaymentIntent reads decode their answers themselves
+	// (decode.go).
+	raw     stripe.RawRequestBackend
 	metrics *metrics
 	// account, when set, is the connected account every request is made
 	// on behalf of (ForAccount).
@@ -50,7 +55,12 @@ func New(cfg Config) (*Gateway, error) {
 		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
 		EnableTelemetry:   stripe.Bool(false),
 	})
-	return &Gateway{cfg: cfg, sc: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends)), metrics: newMetrics(cfg.Registerer)}, nil
+	raw, ok := backends.API.(stripe.RawRequestBackend)
+	if !ok {
+		return nil, fmt.Errorf("stripe-go's API backend %T has no raw request API", backends.API)
+	}
+	return &Gateway{cfg: cfg, sc: stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends)), raw: raw,
+		metrics: newMetrics(cfg.Registerer)}, nil
 }
 
 // ForAccount returns a gateway on the same client whose every request
@@ -73,6 +83,16 @@ func (g *Gateway) ForAccount(account string, onRateLimited func(retryAfter time.
 // platform).
 func (g *Gateway) Account() string { return g.account }
 
+// retrieveQuery is the query of a retrieve: exactly what stripe-go's
+// PaymentIntentRetrieveParams with the expansion encodes to.
+var retrieveQuery = func() string {
+	params := &stripe.PaymentIntentRetrieveParams{}
+	params.AddExpand(expandChargeRetrieve)
+	values := &form.Values{}
+	form.AppendTo(values, params)
+	return values.Encode()
+}()
+
 // RetrieveIntent reads one PaymentIntent with its latest charge expanded
 // (GET /v1/payment_intents/{id}?expand[]=latest_charge), in one request.
 // An empty id is reported as not found.
@@ -80,18 +100,20 @@ func (g *Gateway) RetrieveIntent(ctx context.Context, id string) (payrecon.Inten
 	if id == "" {
 		return payrecon.Intent{}, fmt.Errorf("retrieve payment intent: empty id: %w", payrecon.ErrNotFound)
 	}
-	var pi *stripe.PaymentIntent
+	var in payrecon.Intent
+	path := stripe.FormatURLPath("/v1/payment_intents/%s", id) + "?" + retrieveQuery
 	err := g.do(ctx, opRetrieve, func(ctx context.Context) error {
-		var err error
-		params := &stripe.PaymentIntentRetrieveParams{}
-		params.AddExpand(expandChargeRetrieve)
-		pi, err = g.sc.V1PaymentIntents.Retrieve(ctx, id, params)
+		body, err := g.get(ctx, path)
+		if err != nil {
+			return err
+		}
+		in, err = decodeIntent(body)
 		return err
 	})
 	if err != nil {
 		return payrecon.Intent{}, fmt.Errorf("retrieve payment intent %q: %w", id, err)
 	}
-	return toIntent(pi), nil
+	return in, nil
 }
 
 // ListIntents reads exactly one page of PaymentIntents with their latest
@@ -107,40 +129,60 @@ func (g *Gateway) ListIntents(ctx context.Context, q payrecon.ListQuery) (payrec
 // listIntents is ListIntents, with or without the charge expansion.
 func (g *Gateway) listIntents(ctx context.Context, q payrecon.ListQuery, expandCharge bool) (payrecon.IntentPage, error) {
 	var page payrecon.IntentPage
+	path := "/v1/payment_intents?" + listQuery(q, expandCharge)
 	err := g.do(ctx, opList, func(ctx context.Context) error {
-		params := &stripe.PaymentIntentListParams{}
-		params.Single = true // one request, one page: the caller paginates
-		params.Limit = stripe.Int64(pageLimit(q.Limit))
-		if expandCharge {
-			params.AddExpand(expandChargeList)
-		}
-		if q.StartingAfter != "" {
-			params.StartingAfter = stripe.String(q.StartingAfter)
-		}
-		if !q.CreatedGTE.IsZero() || !q.CreatedLTE.IsZero() {
-			params.CreatedRange = &stripe.RangeQueryParams{}
-			if !q.CreatedGTE.IsZero() {
-				params.CreatedRange.GreaterThanOrEqual = q.CreatedGTE.Unix()
-			}
-			if !q.CreatedLTE.IsZero() {
-				params.CreatedRange.LesserThanOrEqual = q.CreatedLTE.Unix()
-			}
-		}
-		list := g.sc.V1PaymentIntents.List(ctx, params)
-		if err := list.Err(); err != nil {
+		body, err := g.get(ctx, path)
+		if err != nil {
 			return err
 		}
-		data := list.Data()
-		page = payrecon.IntentPage{Intents: make([]payrecon.Intent, 0, len(data)), HasMore: list.Meta().HasMore}
-		for _, pi := range data {
-			page.Intents = append(page.Intents, toIntent(pi))
-		}
-		return nil
+		page, err = decodeIntentPage(body)
+		return err
 	})
 	if err != nil {
 		return payrecon.IntentPage{}, fmt.Errorf("list payment intents (after %q): %w", q.StartingAfter, err)
 	}
 	return page, nil
+}
+
+// listQuery encodes a list's parameters as stripe-go's typed list does.
+func listQuery(q payrecon.ListQuery, expandCharge bool) string {
+	values := &form.Values{}
+	form.AppendTo(values, listParams(q, expandCharge))
+	return values.Encode()
+}
+
+// listParams are a list's parameters in stripe-go's types.
+func listParams(q payrecon.ListQuery, expandCharge bool) *stripe.PaymentIntentListParams {
+	params := &stripe.PaymentIntentListParams{}
+	params.Limit = stripe.Int64(pageLimit(q.Limit))
+	if expandCharge {
+		params.AddExpand(expandChargeList)
+	}
+	if q.StartingAfter != "" {
+		params.StartingAfter = stripe.String(q.StartingAfter)
+	}
+	if !q.CreatedGTE.IsZero() || !q.CreatedLTE.IsZero() {
+		params.CreatedRange = &stripe.RangeQueryParams{}
+		if !q.CreatedGTE.IsZero() {
+			params.CreatedRange.GreaterThanOrEqual = q.CreatedGTE.Unix()
+		}
+		if !q.CreatedLTE.IsZero() {
+			params.CreatedRange.LesserThanOrEqual = q.CreatedLTE.Unix()
+		}
+	}
+	return params
+}
+
+// get makes one GET through stripe-go's raw request API and returns the
+// answer's body. Failures are stripe-go's own (a *stripe.Error for an
+// answer of 400 or more), so retries and translation treat them as for
+// any typed call.
+func (g *Gateway) get(ctx context.Context, path string) ([]byte, error) {
+	resp, err := g.raw.RawRequest(http.MethodGet, path, g.cfg.SecretKey, "", &stripe.RawParams{Params: stripe.Params{Context: ctx}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.RawJSON, nil
 }
 
 // pageLimit is a list's page size: a limit outside 1..100 means 100.
@@ -149,56 +191,6 @@ func pageLimit(limit int) int64 {
 		return 100
 	}
 	return int64(limit)
-}
-
-// maxUnixSeconds is the end of year 9999 UTC: the latest time payrecon
-// takes from Stripe (PostgreSQL's timestamptz goes further, but a time
-// past it is a malformed answer, never a real one).
-const maxUnixSeconds = 253402300799
-
-// unixTime is sec as a time, or the zero time when sec is out of range
-// (negative or past year 9999): an unknown creation time, never a wrapped
-// one.
-func unixTime(sec int64) time.Time {
-	if sec < 0 || sec > maxUnixSeconds {
-		return time.Time{}
-	}
-	return time.Unix(sec, 0).UTC()
-}
-
-func toIntent(pi *stripe.PaymentIntent) payrecon.Intent {
-	return payrecon.Intent{
-		ID:             pi.ID,
-		Status:         payrecon.StripeStatus(pi.Status),
-		Created:        unixTime(pi.Created),
-		Amount:         pi.Amount,
-		AmountReceived: pi.AmountReceived,
-		Currency:       string(pi.Currency),
-		Metadata:       pi.Metadata,
-		LatestCharge:   toCharge(pi.LatestCharge),
-	}
-}
-
-// toCharge maps the latest charge: nil when the intent has none. A charge
-// Stripe sent as its id alone (not expanded: stripe-go then fills in the ID
-// only) keeps just the ID, so a reader can tell "no charge" from "a charge
-// whose money was not read" (payrecon.Charge.Expanded).
-func toCharge(ch *stripe.Charge) *payrecon.Charge {
-	if ch == nil || ch.ID == "" {
-		return nil
-	}
-	if ch.Object == "" && ch.Created == 0 {
-		return &payrecon.Charge{ID: ch.ID}
-	}
-	return &payrecon.Charge{
-		ID:             ch.ID,
-		AmountCaptured: ch.AmountCaptured,
-		AmountRefunded: ch.AmountRefunded,
-		Refunded:       ch.Refunded,
-		Disputed:       ch.Disputed,
-		Currency:       string(ch.Currency),
-		Created:        unixTime(ch.Created),
-	}
 }
 
 // do runs call with retries, translates its failure and reports the outcome
@@ -295,12 +287,20 @@ type recordingTransport struct {
 
 // RoundTrip implements http.RoundTripper. A request of an account's
 // gateway gets its Stripe-Account header here (and only its own: the header
-// is replaced, never added to).
+// is replaced, never added to). A GET that stripe-go gave an empty body (it
+// always sets one) goes without: net/http would otherwise start a goroutine
+// and a timer per request to find out that the body is empty before it
+// writes the request.
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	a, ok := req.Context().Value(answerKey{}).(*answer)
 	if ok && a.account != "" {
 		req = req.Clone(req.Context())
 		req.Header.Set("Stripe-Account", a.account)
+	}
+	if req.Method == http.MethodGet && req.ContentLength == 0 && req.Body != nil && req.Body != http.NoBody {
+		bare := *req
+		bare.Body, bare.GetBody = nil, nil
+		req = &bare
 	}
 	resp, err := t.base.RoundTrip(req)
 	if ok && resp != nil {

@@ -13,6 +13,12 @@
 //	GET /v1/events                type, types[], delivery_success, created[...],
 //	                              limit, starting_after, ending_before; newest
 //	                              first, ending_before included
+//	GET /v1/payouts               created[...], status, limit, starting_after,
+//	                              ending_before; newest first
+//	GET /v1/payouts/{id}          a Payout, or 404 resource_missing
+//	GET /v1/balance_transactions  payout, type, created[...], limit, cursors;
+//	                              expand[]=data.source; a manual payout's are
+//	                              refused (400), as Stripe does
 //
 // Every request must carry "Authorization: Bearer <Config.SecretKey>"; any
 // other key is answered 401 as Stripe does. Unknown parameters, an
@@ -35,6 +41,16 @@
 // data.object), Delete (the id then answers 404), Get and Count. Intents are kept in a sorted index, so a list
 // request costs a binary search and one page of copying however many intents
 // there are.
+//
+// Payouts: CreatePayout settles succeeded intents' charges into an automatic
+// payout (a charge line with FeeFor's fee, a refund line for what was
+// refunded, a dispute adjustment with DisputeFee for a disputed charge),
+// with extra fee and adjustment lines, the payout's own line, and an amount
+// that is the lines' net (or off by PayoutSpec.AmountDelta); or a manual
+// payout with no lines. SetPayoutStatus and CompletePayoutReconciliation
+// move it on; each records its payout.* event (data.object the Payout).
+// Payouts: Read (rak_payout_read) and Balance: Read (rak_balance_read) can
+// be withheld like the other permissions.
 //
 // Faults (SetFaults, FailNext, FailID) are concurrency-safe, can be changed
 // while requests are in flight, and draw their randomness from one source

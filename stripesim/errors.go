@@ -83,8 +83,13 @@ const (
 
 // endpointPermission is the permission an endpoint itself needs.
 func endpointPermission(endpoint string) string {
-	if endpoint == EndpointListEvents {
+	switch endpoint {
+	case EndpointListEvents:
 		return PermissionEventRead
+	case EndpointListPayouts, EndpointRetrievePayout:
+		return PermissionPayoutRead
+	case EndpointListBalanceTransactions:
+		return PermissionBalanceRead
 	}
 	return PermissionPaymentIntentRead
 }

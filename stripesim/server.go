@@ -80,9 +80,10 @@ type Server struct {
 	rngMu sync.Mutex // always taken last
 	rng   *rand.Rand
 
-	mu      sync.RWMutex // guards intents and events
+	mu      sync.RWMutex // guards intents, events and payouts
 	intents *intentIndex
 	events  *eventLog
+	payouts *payoutStore
 
 	faultMu  sync.Mutex
 	faults   Faults
@@ -132,6 +133,7 @@ func newServer(cfg Config) *Server {
 		rng:       rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		intents:   newIntentIndex(),
 		events:    newEventLog(),
+		payouts:   newPayoutStore(),
 		faults:    cfg.Faults,
 		limiters:  make(map[string]*rate.Limiter),
 		failID:    make(map[string]Failure),
@@ -156,6 +158,9 @@ func newServer(cfg Config) *Server {
 	s.mux.HandleFunc("GET /v1/payment_intents/{id}", s.handleRetrieveIntent)
 	s.mux.HandleFunc("GET /v1/payment_intents", s.handleListIntents)
 	s.mux.HandleFunc("GET /v1/events", s.handleListEvents)
+	s.mux.HandleFunc("GET /v1/payouts", s.handleListPayouts)
+	s.mux.HandleFunc("GET /v1/payouts/{id}", s.handleRetrievePayout)
+	s.mux.HandleFunc("GET /v1/balance_transactions", s.handleListBalanceTransactions)
 	s.mux.HandleFunc("/", s.handleUnknown)
 	return s
 }
@@ -243,6 +248,8 @@ func classifyRequest(r *http.Request) (endpoint, intentID string) {
 		return EndpointOther, ""
 	}
 	switch p := r.URL.EscapedPath(); {
+	case classifyPayoutRequest(p) != "":
+		return classifyPayoutRequest(p), ""
 	case p == "/v1/payment_intents":
 		return EndpointListIntents, ""
 	case p == "/v1/events":

@@ -87,9 +87,9 @@ type ProgressFunc func(b BatchReport, total CycleReport)
 // on a systemic Stripe failure and gives up (ErrOutage) after
 // Config.MaxOutage of it, and on ctx's end returns between batches (a batch
 // is committed whole or not at all).
-func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleReport, error) {
+func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (rep CycleReport, err error) {
 	start := s.cfg.Clock.Now()
-	rep := CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
+	rep = CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
 	if s.cfg.LeaseFunc != nil {
 		lease, err := s.cfg.LeaseFunc(ctx, s.cfg.Job, s.cfg.WaitForLease)
 		if err != nil {
@@ -101,6 +101,9 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 	}
 	defer func() { rep.Duration = s.cfg.Clock.Now().Sub(start) }()
 
+	// List mode lists the next batches' windows while each batch commits.
+	stopLookahead := s.startLookahead(ctx)
+	defer stopLookahead()
 	var outage outageTracker
 	for !rep.Wrapped {
 		if err := ctx.Err(); err != nil {
@@ -110,6 +113,8 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (CycleRep
 			return rep, err
 		}
 	}
+	stopLookahead()
+	rep.StripeCalls += s.lister.takeUncounted()
 
 	// Rows Stripe could not be asked about are retried as they come due,
 	// instead of waiting a whole cycle.

@@ -72,6 +72,9 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 		s.metrics.setLeased(s.cfg.Job, true)
 		defer s.metrics.setLeased(s.cfg.Job, false)
 	}
+	// List mode lists the next batches' windows while each batch commits.
+	stopLookahead := s.startLookahead(ctx)
+	defer stopLookahead()
 	for {
 		started := s.cfg.Clock.Now()
 		rep := CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
@@ -91,6 +94,7 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 			}
 		}
 		rep.Duration = s.cfg.Clock.Now().Sub(started)
+		rep.StripeCalls += s.lister.takeUncounted()
 		s.metrics.cycleDone(s.cfg.Job, rep)
 		s.cfg.Logger.Info("sweep cycle complete", "job", s.cfg.Job, "rows", rep.Scanned,
 			"duration", rep.Duration.Round(time.Millisecond), "new_findings", rep.NewFindings, "resolved", rep.Resolved)

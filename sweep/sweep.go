@@ -120,6 +120,13 @@ type Config struct {
 	// longer than its limit gets a stuck_in_flight finding (--stuck-after);
 	// nil or empty: off.
 	StuckAfter payrecon.StuckAfter
+	// VerifiedRefresh: a verified row whose Stripe status did not change
+	// gets its observed_external_status and last_reconciled_at written at
+	// most once per VerifiedRefresh, spread over the cycles; its
+	// verification is recorded per batch in payrecon's own table
+	// (payrecon.BatchCommit.VerifiedRefresh, --verified-refresh). Zero takes
+	// the default (24h); a negative value writes every verified row.
+	VerifiedRefresh time.Duration
 }
 
 // DefaultConfig returns the defaults.
@@ -143,8 +150,12 @@ func DefaultConfig() Config {
 		StopGrace:            20 * time.Second,
 		RetryPause:           time.Second,
 		RetryPauseMax:        30 * time.Second,
+		VerifiedRefresh:      DefaultVerifiedRefresh,
 	}
 }
+
+// DefaultVerifiedRefresh is --verified-refresh's default.
+const DefaultVerifiedRefresh = 24 * time.Hour
 
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
@@ -207,6 +218,10 @@ func (c Config) withDefaults() Config {
 	if c.RecheckWait == 0 {
 		c.RecheckWait = d.RecheckWait
 	}
+	if c.VerifiedRefresh == 0 {
+		c.VerifiedRefresh = d.VerifiedRefresh
+	}
+	c.VerifiedRefresh = max(c.VerifiedRefresh, 0)
 	c.RecheckWait = max(c.RecheckWait, 0)
 	if c.Clock == nil {
 		c.Clock = payrecon.SystemClock{}
@@ -257,7 +272,9 @@ type Sweeper struct {
 	cfg     Config
 	metrics *metrics
 
-	cache listCache
+	lister lister
+	// slots holds one token per Stripe request in flight (Config.Concurrency).
+	slots chan struct{}
 	// fence is the epoch of the lease held now (0: none).
 	fence atomic.Int64
 	// batch, when positive, replaces Config.Batch (SetBatch).
@@ -274,7 +291,8 @@ func (s *Sweeper) SetBatch(n int) { s.batch.Store(int64(n)) }
 // per job: the metrics carry the job as a label).
 func New(store payrecon.SweepStore, gateway payrecon.Gateway, cfg Config) *Sweeper {
 	cfg = cfg.withDefaults()
-	return &Sweeper{store: store, gateway: gateway, cfg: cfg, metrics: newMetrics(cfg.Registerer)}
+	return &Sweeper{store: store, gateway: gateway, cfg: cfg, metrics: newMetrics(cfg.Registerer),
+		slots: make(chan struct{}, cfg.Concurrency)}
 }
 
 // Config returns the effective configuration.
@@ -393,7 +411,7 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		return rep, nil
 	}
 
-	checks, orphans, calls, err := s.check(ctx, all, now, cur.ReadAt)
+	checks, orphans, calls, err := s.check(ctx, all, now, cur.ReadAt, len(rows) == limit)
 	rep.StripeCalls = calls
 	if err != nil {
 		return rep, err
@@ -413,6 +431,8 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 		Busy:       s.cfg.Clock.Now().Sub(start),
 		StuckAfter: s.cfg.StuckAfter,
 		Fence:      s.fence.Load(),
+
+		VerifiedRefresh: s.cfg.VerifiedRefresh,
 	}
 	if len(rows) > 0 {
 		commit.To = rows[len(rows)-1].ID
@@ -478,7 +498,7 @@ func (s *Sweeper) systemic(checks []payrecon.Check) error {
 // readAt is the database's time of the batch's read, before any request:
 // every answer read now carries it (Check.ReadAt); a listed intent served
 // from the list cache carries the read time of the batch that listed it.
-func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, readAt time.Time) ([]payrecon.Check, []payrecon.Orphan, int, error) {
+func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, readAt time.Time, more bool) ([]payrecon.Check, []payrecon.Orphan, int, error) {
 	checks := make([]payrecon.Check, len(rows))
 	var need, listable []int
 	for i, row := range rows {
@@ -505,7 +525,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 	if s.cfg.Mode != ModeRetrieve && len(listable) > 1 {
 		var err error
 		var n int
-		listed, orphans, n, err = s.listFor(ctx, rows, listable, now, readAt)
+		listed, orphans, n, err = s.listFor(ctx, rows, listable, now, readAt, more)
 		calls += n
 		switch {
 		case err == nil:
@@ -522,8 +542,7 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 
 	orphans = s.keepOrphans(orphans, listed)
 
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.cfg.Concurrency)
+	var retrieve []*payrecon.Check
 	for _, i := range need {
 		if in, ok := listed[rows[i].IntentID]; ok && in.Status != "" {
 			checks[i].Observed, checks[i].ReadAt = in.Status, in.ReadAt
@@ -531,12 +550,10 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 			s.judgeMoney(&checks[i], in)
 			continue
 		}
-		calls++
-		g.Go(func() error {
-			return s.checkOne(gctx, &checks[i], now, readAt)
-		})
+		retrieve = append(retrieve, &checks[i])
 	}
-	if err := g.Wait(); err != nil {
+	calls += len(retrieve)
+	if err := s.retrieveAll(ctx, retrieve, now, readAt); err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, calls, ctx.Err()
 		}
@@ -587,14 +604,45 @@ func IntentIsOurs(in payrecon.Intent, want map[string]string) bool {
 	return true
 }
 
+// retrieveAll retrieves each check's row by id (checkOne), up to
+// Config.Concurrency at once. A fixed set of workers takes the rows in turn
+// (a goroutine per row would grow a fresh stack for every request's HTTP
+// and JSON work: a tenth of a retrieve-mode sweep's CPU). The first error
+// (a configuration error, the context's end) stops the others and is
+// returned.
+func (s *Sweeper) retrieveAll(ctx context.Context, checks []*payrecon.Check, now, readAt time.Time) error {
+	if len(checks) == 0 {
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	var next atomic.Int64
+	for range min(s.cfg.Concurrency, len(checks)) {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(checks) {
+					return nil
+				}
+				if err := gctx.Err(); err != nil {
+					return err // never a check left undone without an error
+				}
+				if err := s.checkOne(gctx, checks[i], now, readAt); err != nil {
+					return err
+				}
+			}
+		})
+	}
+	return g.Wait()
+}
+
 func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now, readAt time.Time) error {
 	c.ReadAt = readAt
-	if s.cfg.Limiter != nil {
-		if err := s.cfg.Limiter.Wait(ctx); err != nil {
-			return err
-		}
+	release, err := s.slot(ctx)
+	if err != nil {
+		return err
 	}
 	intent, err := s.gateway.RetrieveIntent(ctx, c.Row.IntentID)
+	release()
 	switch {
 	case err == nil:
 		s.limiterSuccess()
@@ -692,17 +740,16 @@ func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (Batc
 		return rep, nil, err
 	}
 	checks := make([]payrecon.Check, len(rows))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(s.cfg.Concurrency)
+	var retrieve []*payrecon.Check
 	for i := range rows {
 		checks[i].Row = rows[i]
 		if rows[i].IntentID == "" {
 			checks[i].Decision = payrecon.InvalidLocalRow()
 			continue
 		}
-		g.Go(func() error { return s.checkOne(gctx, &checks[i], now, readAt) })
+		retrieve = append(retrieve, &checks[i])
 	}
-	if err := g.Wait(); err != nil {
+	if err := s.retrieveAll(ctx, retrieve, now, readAt); err != nil {
 		return rep, nil, err
 	}
 	for i := range checks {

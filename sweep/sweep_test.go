@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -462,5 +463,53 @@ func pgxExec(t *testing.T, b *testBundle, sql string, args ...any) {
 	t.Helper()
 	if _, err := b.pool.Exec(context.Background(), sql, args...); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// cancelAfter answers from inner, and cancels the sweep's context once n
+// calls were made, answering that call anyway: the context ends between
+// two calls, while no call is failing.
+type cancelAfter struct {
+	inner  *fakeGateway
+	n      int64
+	calls  atomic.Int64
+	cancel context.CancelFunc
+}
+
+func (g *cancelAfter) RetrieveIntent(_ context.Context, id string) (payrecon.Intent, error) {
+	if g.calls.Add(1) == g.n {
+		g.cancel()
+	}
+	return g.inner.RetrieveIntent(context.Background(), id)
+}
+
+func (g *cancelAfter) ListIntents(ctx context.Context, q payrecon.ListQuery) (payrecon.IntentPage, error) {
+	return g.inner.ListIntents(ctx, q)
+}
+
+// A batch whose context ends while its rows are being retrieved is
+// discarded whole: an error, and nothing written (not the rows checked, and
+// above all not the rows never asked about).
+func TestBatchCanceledBetweenCallsWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, uniform(50))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gw := &cancelAfter{inner: b.gw, n: 5, cancel: cancel}
+	s := sweep.New(b.store, gw, sweep.Config{Batch: 50, Concurrency: 2, Mode: sweep.ModeRetrieve})
+	if _, err := s.RunBatch(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("RunBatch = %v, want the context's end", err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM payments WHERE last_reconciled_at IS NOT NULL"); n != 0 {
+		t.Errorf("%d rows verified", n)
+	}
+	if n := b.count(t, "SELECT (SELECT count(*) FROM reconciliation_findings) + (SELECT count(*) FROM reconciliation_recheck)"); n != 0 {
+		t.Errorf("%d findings or rechecks written", n)
+	}
+	if c := b.cursor(t, sweep.DefaultJob); c != 0 {
+		t.Errorf("cursor at %d, want 0", c)
+	}
+	if calls := gw.calls.Load(); calls >= 50 {
+		t.Errorf("%d calls: the sweep did not stop at the context's end", calls)
 	}
 }

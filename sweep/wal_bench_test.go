@@ -70,31 +70,7 @@ func BenchmarkSweepWAL(b *testing.B) {
 	}{{true, 100}, {false, 100}, {false, 90}} {
 		withIndex := v.withIndex
 		b.Run(fmt.Sprintf("reconciled_order_index=%t/fillfactor=%d", withIndex, v.fillfactor), func(b *testing.B) {
-			const n = 100_000
-			pool, err := pxpool(ctx, cl.URL())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pool.Close()
-			pgtest.Exec(b, pool, "DROP SCHEMA public CASCADE")
-			pgtest.Exec(b, pool, "CREATE SCHEMA public")
-			pgtest.Exec(b, pool, "DROP TABLE IF EXISTS payrecon_schema_migrations")
-			pgtest.Exec(b, pool, "DROP SCHEMA IF EXISTS river CASCADE")
-			if _, err := postgres.Migrate(ctx, pool, slog.New(slog.DiscardHandler)); err != nil {
-				b.Fatal(err)
-			}
-			gw := newFakeGateway()
-			old := time.Now().Add(-time.Hour)
-			ps := make([]pgtest.Payment, n)
-			for i := range ps {
-				id := fmt.Sprintf("pi_%07d", i)
-				ps[i] = pgtest.Payment{IntentID: id, Status: payrecon.StatusPaid, CreatedAt: old}
-				gw.set(id, payrecon.IntentSucceeded)
-			}
-			if v.fillfactor != 100 {
-				pgtest.Exec(b, pool, fmt.Sprintf("ALTER TABLE payments SET (fillfactor = %d)", v.fillfactor))
-			}
-			pgtest.InsertPayments(b, pool, ps)
+			pool, gw := walDatabase(b, cl, v.fillfactor)
 			if withIndex {
 				pgtest.Exec(b, pool, "CREATE INDEX payments_reconciled_order ON payments ((coalesce(last_reconciled_at, created_at)))")
 			}
@@ -131,8 +107,38 @@ func BenchmarkSweepWAL(b *testing.B) {
 	}
 }
 
-func pxpool(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	return pgxpool.New(ctx, url)
+// walDatabase empties the cluster's database, migrates it, and fills
+// payments with 100 k paid rows (fillfactor set first when not 100) that
+// the returned gateway says are succeeded. The pool closes with b.
+func walDatabase(b *testing.B, cl *pglocal.Cluster, fillfactor int) (*pgxpool.Pool, *fakeGateway) {
+	b.Helper()
+	const n = 100_000
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, cl.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	pgtest.Exec(b, pool, "DROP SCHEMA public CASCADE")
+	pgtest.Exec(b, pool, "CREATE SCHEMA public")
+	pgtest.Exec(b, pool, "DROP TABLE IF EXISTS payrecon_schema_migrations")
+	pgtest.Exec(b, pool, "DROP SCHEMA IF EXISTS river CASCADE")
+	if _, err := postgres.Migrate(ctx, pool, slog.New(slog.DiscardHandler)); err != nil {
+		b.Fatal(err)
+	}
+	gw := newFakeGateway()
+	old := time.Now().Add(-time.Hour)
+	ps := make([]pgtest.Payment, n)
+	for i := range ps {
+		id := fmt.Sprintf("pi_%07d", i)
+		ps[i] = pgtest.Payment{IntentID: id, Status: payrecon.StatusPaid, CreatedAt: old}
+		gw.set(id, payrecon.IntentSucceeded)
+	}
+	if fillfactor != 100 {
+		pgtest.Exec(b, pool, fmt.Sprintf("ALTER TABLE payments SET (fillfactor = %d)", fillfactor))
+	}
+	pgtest.InsertPayments(b, pool, ps)
+	return pool, gw
 }
 
 func measure(b *testing.B, pool *pgxpool.Pool, cycle func() int) walCost {
@@ -164,4 +170,80 @@ func measure(b *testing.B, pool *pgxpool.Pool, cycle func() int) walCost {
 		c.hotRatio = float64(c.hot) / float64(c.upd)
 	}
 	return c
+}
+
+// BenchmarkVerifiedWAL measures what a cycle over unchanged rows writes now
+// that a verification is recorded per batch (issue 20): WAL per verified
+// row and payments row updates in each of 12 cycles of 100 k rows in sync
+// (PAYRECON_BENCH_CYCLES), on a throwaway cluster of its own with
+// full_page_writes on, an instant in-memory gateway, retrieve mode, batch
+// 200. Cycle 1 verifies every row for the first time (its columns are
+// written: that is a change); a CHECKPOINT precedes cycles 2 and 7, so two
+// of the cycles measured pay every page's first full-page image. Three
+// settings: --verified-refresh 0 (every verification writes the row, the
+// behaviour before), the default 24h, and a refresh period of about 12
+// cycles (PAYRECON_BENCH_REFRESH, default 30s), so that the 12 cycles span
+// one refresh period and every row's columns are refreshed once in it: the
+// average over those cycles is the cost averaged over a refresh period.
+//
+//	go test -run '^$' -bench VerifiedWAL -benchtime 1x -timeout 30m ./sweep
+func BenchmarkVerifiedWAL(b *testing.B) {
+	cycles := 12
+	if v, err := strconv.Atoi(os.Getenv("PAYRECON_BENCH_CYCLES")); err == nil && v > 2 {
+		cycles = v
+	}
+	short := 30 * time.Second
+	if v, err := time.ParseDuration(os.Getenv("PAYRECON_BENCH_REFRESH")); err == nil && v > 0 {
+		short = v
+	}
+	ctx := context.Background()
+	cl, err := pglocal.StartCluster(ctx, nil, "full_page_writes=on", "max_wal_size=4GB", "checkpoint_timeout=1h")
+	if errors.Is(err, pglocal.ErrNotInstalled) {
+		b.Skip(err)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(cl.Stop)
+	for _, v := range []struct {
+		name    string
+		refresh time.Duration
+	}{{"refresh=0", -1}, {"refresh=24h", 24 * time.Hour}, {"refresh=" + short.String(), short}} {
+		b.Run(v.name, func(b *testing.B) {
+			pool, gw := walDatabase(b, cl, 100)
+			pgtest.Exec(b, pool, "VACUUM ANALYZE payments")
+			s := sweep.New(postgres.NewStore(pool), gw, sweep.Config{Job: "wal", Batch: 200, Concurrency: 8,
+				Mode: sweep.ModeRetrieve, Grace: -1, VerifiedRefresh: v.refresh})
+			cycle := func() int {
+				rep, err := s.RunCycle(ctx, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return rep.Verified
+			}
+			for b.Loop() {
+				cycle()
+				pgtest.Exec(b, pool, "VACUUM payments")
+				var sumWAL, sumRows, sumUpd int64
+				worst := 0.0
+				for i := 2; i <= cycles; i++ {
+					if i == 2 || i == 7 {
+						pgtest.Exec(b, pool, "CHECKPOINT")
+					}
+					start := time.Now()
+					c := measure(b, pool, cycle)
+					b.Logf("cycle %d: %d rows verified, %.1f WAL bytes per verified row, %d full-page images, %d payments rows updated, %s",
+						i, c.verified, c.walPerRow, c.fpi, c.upd, time.Since(start).Round(time.Millisecond))
+					sumWAL, sumRows, sumUpd = sumWAL+c.bytes, sumRows+int64(c.verified), sumUpd+c.upd
+					worst = max(worst, c.walPerRow)
+					if i == 2 {
+						b.ReportMetric(c.walPerRow, "WAL-B/row-after-checkpoint")
+					}
+				}
+				b.ReportMetric(float64(sumWAL)/float64(sumRows), "WAL-B/row-mean")
+				b.ReportMetric(worst, "WAL-B/row-worst")
+				b.ReportMetric(float64(sumUpd)/float64(cycles-1), "payments-updates/cycle")
+			}
+		})
+	}
 }

@@ -60,30 +60,9 @@ func BenchmarkScanPeakMemory(b *testing.B) {
 				start := time.Now()
 				var outb strings.Builder
 				cmd.Stdout, cmd.Stderr = &outb, &outb
-				if err := cmd.Start(); err != nil {
-					b.Fatal(err)
-				}
-				var peak int
-				done := make(chan error, 1)
-				go func() { done <- cmd.Wait() }()
-			wait:
-				for {
-					select {
-					case err := <-done:
-						if err != nil {
-							b.Fatalf("scan: %v\n%s", err, outb.String())
-						}
-						break wait
-					case <-time.After(50 * time.Millisecond):
-						if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)); err == nil {
-							for _, line := range strings.Split(string(st), "\n") {
-								var kb int
-								if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil && kb > peak {
-									peak = kb
-								}
-							}
-						}
-					}
+				peak, err := runSampled(cmd)
+				if err != nil {
+					b.Fatalf("scan: %v\n%s", err, outb.String())
 				}
 				b.ReportMetric(float64(peak)/1024, "peak-RSS-MiB")
 				took := time.Since(start)

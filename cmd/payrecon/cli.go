@@ -36,6 +36,7 @@ type cli struct {
 	Findings findingsCmd `cmd:"" help:"List, show, resolve and re-check findings."`
 	Payments paymentsCmd `cmd:"" help:"A payment's history: transitions, findings, repairs, webhooks."`
 	Repairs  repairsCmd  `cmd:"" help:"Repair commands held for review (--repair-mode review): list them, approve them."`
+	Payouts  payoutsCmd  `cmd:"" help:"Settlement: Stripe's payouts and their lines reconciled to payments (payouts --once; list, show, export)."`
 	Plan     planCmd     `cmd:"" help:"The cycle-time arithmetic: how long a full sweep takes, and whether it ever completes."`
 	Classify classifyCmd `cmd:"" help:"Print the decision table, or classify one (local, Stripe) status pair."`
 	Demo     demoCmd     `cmd:"" help:"Seed a database with every kind of drift, reconcile it against the built-in Stripe simulator, and report."`

@@ -93,7 +93,7 @@ func (c *versionCmd) Run(a *app) error {
 }
 
 type classifyCmd struct {
-	Table  bool   `help:"Print the whole decision table, then the money rules (Markdown; the README carries the same tables)."`
+	Table  bool   `help:"Print the whole decision table, then the money rules and the settlement rules (Markdown; the README carries the same tables)."`
 	JSON   bool   `help:"Print JSON."`
 	Local  string `arg:"" optional:"" help:"Local status: pending, paid or failed."`
 	Stripe string `arg:"" optional:"" help:"Stripe PaymentIntent status, or not_found."`
@@ -130,6 +130,7 @@ func (c *classifyCmd) Run(a *app) error {
 	}
 	fmt.Fprint(a.stdout, payrecon.FormatDecisionTable())
 	fmt.Fprint(a.stdout, "\n", payrecon.FormatMoneyTable())
+	fmt.Fprint(a.stdout, "\n", payrecon.FormatSettlementTable())
 	return nil
 }
 

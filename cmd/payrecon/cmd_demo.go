@@ -216,11 +216,17 @@ func printDemo(a *app, r demo.Report) {
 		ev.CaughtUp, ev.Lost, payrecon.FormatDuration(ev.Interval), payrecon.FormatDuration(ev.MedianDelay), payrecon.FormatDuration(ev.MaxDelay))
 	fmt.Fprintf(tw, "\t\tthe sweep had passed their rows (%d swept): it would reach them next cycle; %d delivered by webhook; %d applied twice, %d missed\n",
 		ev.SweepPassedAt, ev.Delivered, ev.AppliedTwice, ev.Missed)
+	st := r.Settlement
+	fmt.Fprintf(tw, "payouts\t%d\tpaid out (%d manual): %d lines read in %d requests, %s (%.0f lines/s); --settle-after %s;\n",
+		st.Payouts, st.Manual, st.Lines, st.Requests, payrecon.FormatDuration(st.Duration), st.LinesPerSecond, payrecon.FormatDuration(st.SettleAfter))
+	fmt.Fprintf(tw, "\t\t%d of %d payouts made wrong flagged by their own check (one off by one, one failed after it was paid), %d flagged in all\n",
+		st.FlaggedRight, st.FlaggedInjected, st.Flagged)
 	tm := r.Timings
-	fmt.Fprintf(tw, "time\t%s\ttotal: setup %s, seed %s, webhooks %s, service %s\n", payrecon.FormatDuration(tm.Total),
-		payrecon.FormatDuration(tm.Setup), payrecon.FormatDuration(tm.Seed), payrecon.FormatDuration(tm.Webhooks), payrecon.FormatDuration(tm.Service))
+	fmt.Fprintf(tw, "time\t%s\ttotal: setup %s, seed %s, webhooks %s, service %s, settlement %s\n", payrecon.FormatDuration(tm.Total),
+		payrecon.FormatDuration(tm.Setup), payrecon.FormatDuration(tm.Seed), payrecon.FormatDuration(tm.Webhooks), payrecon.FormatDuration(tm.Service),
+		payrecon.FormatDuration(tm.Settle))
 	_ = tw.Flush()
-	for _, s := range slices.Concat(r.FalseFindingSamples, r.TouchedSamples, r.WrongStateSamples, r.Events.Samples) {
+	for _, s := range slices.Concat(r.FalseFindingSamples, r.TouchedSamples, r.WrongStateSamples, r.Events.Samples, r.Settlement.Samples) {
 		fmt.Fprintf(w, "  e.g. %s\n", s)
 	}
 	if r.Kept {

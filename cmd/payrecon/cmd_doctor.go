@@ -40,7 +40,7 @@ func (c *doctorCmd) Run(a *app) error {
 		DatabaseURL: a.cli.DatabaseURL, Replicas: c.Replicas, DBMaxConns: a.cli.DBMaxConns,
 		StripeSecretKey: c.StripeSecretKey, RPS: c.RPS, MinCycle: c.MinCycle, SweepMode: c.Mode,
 		AmountColumn: c.AmountColumn, CurrencyColumn: c.CurrencyColumn,
-		EventsInterval: c.EventsInterval, RecentWindow: c.Recent, RecentInterval: c.RecentInterval,
+		EventsInterval: c.EventsInterval, RecentWindow: c.Recent, RecentInterval: c.RecentInterval, PayoutsInterval: c.PayoutsInterval,
 		WebhookSecrets: c.WebhookSecret, PingNotify: c.PingNotify,
 		AdminAddr: c.AdminAddr, ConsolePassword: password,
 		AccountColumn: c.AccountColumn, SessionColumn: sessionColumnDefault, ReadShare: c.ReadShare,

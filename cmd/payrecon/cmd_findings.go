@@ -21,7 +21,7 @@ type findingsCmd struct {
 }
 
 type findingsListCmd struct {
-	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): missed_success, missed_cancel, paid_locally_not_externally, failed_locally_paid_externally, missing_externally, missing_locally, unknown_status, invalid_local_row."`
+	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): any finding kind of the README's table, e.g. missed_success, amount_mismatch, settled_not_paid_locally."`
 	Verdict   []string      `help:"Only these verdicts: repairable, needs_review."`
 	State     string        `enum:"open,resolved,all" default:"open" help:"open, resolved or all."`
 	OlderThan time.Duration `name:"older-than" help:"Only findings detected longer ago than this (e.g. 24h)."`
@@ -213,7 +213,12 @@ func printFinding(a *app, d findingDetail) {
 	fmt.Fprintf(tw, "why\t%s\n", term(orDefault(f.Reason, "—")))
 	fmt.Fprintf(tw, "detected\t%s (%s) by %s\n", f.DetectedAt.UTC().Format(time.RFC3339), ago(now, f.DetectedAt), term(orDefault(f.Job, "—")))
 	fmt.Fprintf(tw, "at detection\tlocal %s, Stripe %s\n", term(f.LocalStatus), term(orDefault(f.ExternalStatus, "(no such PaymentIntent)")))
-	if f.Details != nil {
+	if st := f.Details; st != nil && st.Settlement != nil {
+		fmt.Fprintf(tw, "settled\t%s\n", term(describeSettled(*st.Settlement)))
+		if st.LocalAmount != nil || st.LocalCurrency != "" {
+			fmt.Fprintf(tw, "local money\t%s\n", term(describeLocalMoney(*st)))
+		}
+	} else if f.Details != nil {
 		fmt.Fprintf(tw, "Stripe\t%s\n", term(describeStripeMoney(*f.Details)))
 		if f.Details.LocalAmount != nil || f.Details.LocalCurrency != "" {
 			fmt.Fprintf(tw, "local money\t%s\n", term(describeLocalMoney(*f.Details)))

@@ -42,7 +42,9 @@ type runCmd struct {
 	RecentInterval time.Duration `name:"recent-interval" default:"5m" help:"How often the --recent window is re-verified. 0: off."`
 	retainFlags
 	notifyFlags
-	PruneInterval time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often history past its --retain-* is deleted (a River periodic job, on one replica); 0: never."`
+	PruneInterval   time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often history past its --retain-* is deleted (a River periodic job, on one replica); 0: never."`
+	PayoutsInterval time.Duration `name:"payouts-interval" env:"PAYRECON_PAYOUTS_INTERVAL" default:"1h" help:"Read Stripe's payouts and their lines and judge settlement this often (a River periodic job, on one replica, within --rps); payout.* events read their payout at once. Needs Payouts: Read and Balance: Read (without them the check turns off, said once in the log). 0: off."`
+	settleAfterFlag
 }
 
 func (c *runCmd) Run(a *app) error {
@@ -79,6 +81,9 @@ func (c *runCmd) Run(a *app) error {
 	}
 	if c.PruneInterval < 0 {
 		return usageError{fmt.Errorf("--prune-interval must not be negative, got %s (0 means never)", c.PruneInterval)}
+	}
+	if c.PayoutsInterval < 0 || (c.PayoutsInterval > 0 && c.PayoutsInterval < time.Second) {
+		return usageError{fmt.Errorf("--payouts-interval must be 0 (off) or at least 1s, got %s", c.PayoutsInterval)}
 	}
 	if a.cli.DBMaxConns < runConnMin {
 		return usageError{fmt.Errorf("--db-max-conns %d is too few for run: it needs at least %d (%d besides the repair workers)", a.cli.DBMaxConns, runConnMin, runConnReserve)}
@@ -122,14 +127,16 @@ func (c *runCmd) Run(a *app) error {
 		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)),
 		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn, "account_column", c.AccountColumn, "platform_rps", c.PlatformRPS,
 		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"),
-		"stuck_after", cfg.StuckAfter.String(), "repair_mode", c.mode())
+		"stuck_after", cfg.StuckAfter.String(), "payouts_interval", c.PayoutsInterval,
+		"settle_after", postgres.FormatRetention(time.Duration(c.SettleAfter)), "verified_refresh", c.VerifiedRefresh,
+		"repair_mode", c.mode())
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
 	pool, err := a.openMigratedDB()
 	if err != nil {
 		return err
 	}
 	defer closePool(pool)
-	cols, err := a.moneyColumns(pool, c.moneyFlags)
+	cols, err := a.moneyColumns(pool, c.moneyColumnFlags)
 	if err != nil {
 		return err
 	}
@@ -152,6 +159,10 @@ func (c *runCmd) Run(a *app) error {
 	recent := c.Recent
 	if c.RecentInterval == 0 {
 		recent = 0
+	}
+	payouts, err := a.payoutsAccess(c.stripeFlags, c.PayoutsInterval)
+	if err != nil {
+		return err
 	}
 	svc, err := service.New(pool, service.Config{
 		HTTPAddr:        c.HTTPAddr,
@@ -177,6 +188,7 @@ func (c *runCmd) Run(a *app) error {
 		WebhookSecrets: splitList(c.WebhookSecret),
 		Relay:          rc,
 		RepairMode:     c.mode(),
+		Payouts:        service.PayoutsConfig{Interval: payouts, SettleAfter: time.Duration(c.SettleAfter)},
 		Logger:         a.logger,
 	})
 	if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"text/tabwriter"
 	"time"
 
@@ -29,9 +31,10 @@ type sweepFlags struct {
 	// LeaseTimeout is shared with the events catch-up (leaseTimeoutFlag).
 	leaseTimeoutFlag
 	repairModeFlag
-	StuckAfter  string  `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
-	PlatformRPS float64 `name:"platform-rps" env:"PAYRECON_PLATFORM_RPS" default:"50" help:"Connect (--account-column): Stripe requests per second summed over every account and every replica; --rps is then each account's budget. 0: no cap."`
-	ReadShare   float64 `name:"read-share" default:"0.5" help:"Plan at most this share of Stripe's read allocation (500 reads per transaction over 30 days, at least 10,000; for a platform, summed over its accounts): run stretches an account's cycle rather than read more. 0: no limit."`
+	VerifiedRefresh time.Duration `name:"verified-refresh" env:"PAYRECON_VERIFIED_REFRESH" default:"24h" help:"A verified row whose Stripe status did not change gets observed_external_status and last_reconciled_at written at most once per this long, spread over the cycles (its verification is recorded per batch in payrecon's own table); 0 writes every verified row."`
+	StuckAfter      string        `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
+	PlatformRPS     float64       `name:"platform-rps" env:"PAYRECON_PLATFORM_RPS" default:"50" help:"Connect (--account-column): Stripe requests per second summed over every account and every replica; --rps is then each account's budget. 0: no cap."`
+	ReadShare       float64       `name:"read-share" default:"0.5" help:"Plan at most this share of Stripe's read allocation (500 reads per transaction over 30 days, at least 10,000; for a platform, summed over its accounts): run stretches an account's cycle rather than read more. 0: no limit."`
 	moneyFlags
 }
 
@@ -93,6 +96,13 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	if f.Grace == 0 {
 		cfg.Grace = -1 // --grace 0: no window (a zero Config field would mean the default)
 	}
+	if err := checkNonNegativeDuration("--verified-refresh", f.VerifiedRefresh); err != nil {
+		return cfg, err
+	}
+	cfg.VerifiedRefresh = f.VerifiedRefresh
+	if f.VerifiedRefresh == 0 {
+		cfg.VerifiedRefresh = -1 // --verified-refresh 0: write every verified row
+	}
 	if cfg.Money.Ignore, err = f.ignore(); err != nil {
 		return cfg, err
 	}
@@ -109,7 +119,7 @@ func (f sweepFlags) config() (sweep.Config, error) {
 // and returns the store that reads them and the sweep configuration that
 // judges them.
 func (a *app) withMoney(pool *pgxpool.Pool, store *postgres.Store, cfg sweep.Config, f moneyFlags) (*postgres.Store, sweep.Config, postgres.MoneyColumns, error) {
-	cols, err := a.moneyColumns(pool, f)
+	cols, err := a.moneyColumns(pool, f.moneyColumnFlags)
 	if err != nil {
 		return nil, cfg, cols, err
 	}
@@ -124,6 +134,10 @@ type scanCmd struct {
 	Account string `placeholder:"acct_…" help:"Connect: sweep only this account's job (\"platform\" for the platform's own rows)."`
 	Wait    bool   `help:"When another process holds the job's lease, wait for it instead of exiting with status 3."`
 	JSON    bool   `help:"Print the summary as JSON."`
+	// CPUProfile names where a Go CPU profile of the whole command is
+	// written (go tool pprof reads it), to find what a sweep spends its CPU
+	// on without rebuilding the binary.
+	CPUProfile string `name:"cpu-profile" placeholder:"FILE" type:"path" help:"Write a CPU profile of this scan to FILE (for go tool pprof); the file is complete when scan exits."`
 }
 
 func leaseFunc(pool *pgxpool.Pool, timeout time.Duration) sweep.LeaseFunc {
@@ -136,6 +150,17 @@ func (c *scanCmd) Run(a *app) error {
 	cfg, err := c.sweepFlags.config()
 	if err != nil {
 		return err
+	}
+	if c.CPUProfile != "" {
+		stop, err := startCPUProfile(c.CPUProfile)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stop(); err != nil {
+				a.logger.Error("cpu profile not written", "file", c.CPUProfile, "error", err)
+			}
+		}()
 	}
 	cfg.WaitForLease = c.Wait
 	limiter := sweep.NewLimiter(c.RPS)
@@ -199,6 +224,25 @@ func (c *scanCmd) Run(a *app) error {
 		return incompleteError{fmt.Errorf("%d rows could not be verified (Stripe unavailable for them); they stay queued for recheck", rep.StillUnverifiable)}
 	}
 	return nil
+}
+
+// startCPUProfile starts profiling the process's CPU into path; stop ends
+// it and closes the file. A file that cannot be created is a usage error
+// (exit 2, nothing swept).
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--cpu-profile: %w", err)}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("--cpu-profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 func printCycle(a *app, rep sweep.CycleReport, mode payrecon.RepairMode) {

@@ -15,8 +15,7 @@ import (
 // moneyFlags configure the money checks and which findings are recorded
 // (scan, run, config, status).
 type moneyFlags struct {
-	AmountColumn   string `name:"amount-column" env:"PAYRECON_AMOUNT_COLUMN" default:"amount" help:"The payments column holding the amount in minor units (an integer), compared with Stripe's; absent: the amount check is off. payrecon never adds it."`
-	CurrencyColumn string `name:"currency-column" env:"PAYRECON_CURRENCY_COLUMN" default:"currency" help:"The payments column holding the ISO currency code, compared case-insensitively with Stripe's; absent: the currency check is off. payrecon never adds it."`
+	moneyColumnFlags
 	ignoreFlags
 	IntentMetadata string `name:"intent-metadata" placeholder:"KEY=VALUE" help:"Only listed PaymentIntents carrying this metadata are payrecon's: others (made by other systems in the same account) are never missing_locally."`
 	accountColumnFlag
@@ -41,6 +40,13 @@ func (a *app) accountColumn(pool *pgxpool.Pool, f accountColumnFlag) (postgres.A
 		a.logger.Debug("one account: no account column", "account_column", f.AccountColumn, "why", col.Problem)
 	}
 	return col, nil
+}
+
+// moneyColumnFlags name the local money columns (scan, run, config,
+// status, payouts).
+type moneyColumnFlags struct {
+	AmountColumn   string `name:"amount-column" env:"PAYRECON_AMOUNT_COLUMN" default:"amount" help:"The payments column holding the amount in minor units (an integer), compared with Stripe's; absent: the amount check is off. payrecon never adds it."`
+	CurrencyColumn string `name:"currency-column" env:"PAYRECON_CURRENCY_COLUMN" default:"currency" help:"The payments column holding the ISO currency code, compared case-insensitively with Stripe's; absent: the currency check is off. payrecon never adds it."`
 }
 
 // ignoreFlags name the kinds never recorded (scan, run, events, config,
@@ -97,7 +103,7 @@ func ignoredList(ignore map[payrecon.Kind]bool) string {
 
 // moneyColumns detects the money columns at start and says once in the log
 // which checks are off and why.
-func (a *app) moneyColumns(pool *pgxpool.Pool, f moneyFlags) (postgres.MoneyColumns, error) {
+func (a *app) moneyColumns(pool *pgxpool.Pool, f moneyColumnFlags) (postgres.MoneyColumns, error) {
 	cols, err := postgres.DetectMoneyColumns(a.ctx, pool, f.AmountColumn, f.CurrencyColumn)
 	if err != nil {
 		return cols, err

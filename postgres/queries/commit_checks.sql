@@ -1,12 +1,23 @@
 -- Everything a batch writes about its rows, in one statement (one round
 -- trip, whatever the batch size):
---   verified     last_reconciled_at and observed_external_status advance only
---                for rows Stripe was read for AND whose local row is still
---                the one that was classified (same status, version,
---                updated_at and PaymentIntent) AND whose stored answer is
---                not newer than this one (last_reconciled_at holds when the
---                stored answer was read, on the database's clock: an older
---                answer never overwrites a newer one);
+--   verified     rows Stripe was read for AND whose local row is still the
+--                one that was classified (same status, version, updated_at
+--                and PaymentIntent) AND for which no newer answer is known
+--                (last_reconciled_at holds when the stored answer was read,
+--                on the database's clock, and the verified ranges of every
+--                job (reconciliation_verified_ranges) when their batches
+--                read theirs: an older answer never overwrites a newer one);
+--   written      of those, the rows whose observed_external_status and
+--                last_reconciled_at are written: the observed status
+--                changed (or was never stored), the row has or gets
+--                findings, it came from the recheck queue (@always), or its
+--                refresh is due: once per @refresh_seconds, at a phase set
+--                by its id modulo 4,096, so that no cycle rewrites the table
+--                and the rows due in a cycle come in runs of consecutive ids
+--                (one in every 4,096), on few pages (0: every verified row
+--                is written). The
+--                other verified rows are not touched: their verification is
+--                the batch's range (record_verified_range.sql);
 --   new_findings one open finding per (payment, kind), deduplicated by the
 --                partial unique index: the status verdict's kind, and beside
 --                it each drift (money kinds, stuck_in_flight) as its own
@@ -24,7 +35,8 @@
 --                an early recheck; verified rows leave the queue.
 -- Parameters:
 --   @checks      the batch's rows, a JSON array of objects (postgres.checkRow):
---                payment_id, version, intent_id, local_status, updated_at
+--                payment_id, always (write its columns whatever changed),
+--                version, intent_id, local_status, updated_at
 --                (as read, NULL when NULL), read_at (the database's time
 --                taken before Stripe was asked for this answer), observed
 --                (NULL: Stripe not read), verdict, kind, command, reason,
@@ -46,6 +58,9 @@
 --                this process has another limit or none
 --   @needs_review the verdict of a drift's finding
 --   @job, @now   the sweep job, the batch's time
+--   @refresh_seconds   --verified-refresh in seconds (0: always write)
+--   @range_account     the store's account (NULL without Connect): the
+--                verified ranges of that account's jobs are compared
 --   @grace       how long a row that changed during its check waits
 --   @not_found   the observation of a 404 (stored, but never as a finding's
 --                external status)
@@ -56,19 +71,54 @@
 WITH input AS (
     SELECT *
       FROM json_to_recordset(@checks::json) AS t(
-           payment_id bigint, version bigint, intent_id text, local_status text,
+           payment_id bigint, always boolean, version bigint, intent_id text, local_status text,
            updated_at timestamptz, read_at timestamptz, observed text,
            verdict text, kind text, command text, reason text, heals boolean,
            recheck_at timestamptz, recheck_reason text, err text,
            details jsonb, drifts json, judged json)
 ),
-verified AS (
+newer AS (
+    -- The verified ranges (any job's reading the same account's rows) read
+    -- after this batch's oldest answer and overlapping its rows: the only
+    -- ones that can hold a newer answer for one of them.
+    SELECT r.ids, r.read_max
+      FROM reconciliation_verified_ranges r
+     WHERE r.read_max > (SELECT min(read_at) FROM input)
+       AND r.account IS NOT DISTINCT FROM @range_account::text
+       AND r.ids && (SELECT int8range(min(payment_id), max(payment_id), '[]') FROM input)
+),
+judged AS (
+    SELECT i.payment_id,
+           @refresh_seconds::float8 <= 0
+           OR i.always
+           OR p.observed_external_status IS DISTINCT FROM i.observed
+           OR p.last_reconciled_at IS NULL
+           OR i.kind IS NOT NULL
+           OR json_array_length(coalesce(i.drifts, '[]')) > 0
+           OR EXISTS (SELECT 1 FROM reconciliation_findings f WHERE f.payment_id = p.id AND f.resolved_at IS NULL)
+           OR floor(extract(epoch FROM i.read_at) / nullif(@refresh_seconds::float8, 0) + ph.phase)
+              > floor(extract(epoch FROM p.last_reconciled_at) / nullif(@refresh_seconds::float8, 0) + ph.phase) AS write
+      FROM input i
+      JOIN payments p ON p.id = i.payment_id
+     CROSS JOIN LATERAL (SELECT mod(mod(p.id, 4096) + 4096, 4096)::float8 / 4096 AS phase) ph
+     WHERE i.observed IS NOT NULL
+       AND p.version = i.version
+       AND p.status = i.local_status
+       AND p.updated_at IS NOT DISTINCT FROM i.updated_at
+       AND coalesce(p.stripe_payment_intent_id, '') = i.intent_id
+       AND true /*account:p*/
+       AND (p.last_reconciled_at IS NULL OR p.last_reconciled_at <= i.read_at)
+       AND NOT EXISTS (SELECT 1 FROM newer r WHERE r.ids @> p.id AND r.read_max > i.read_at)
+),
+written AS (
+    -- The same conditions again: a row the application changes while this
+    -- statement runs is re-read here (and so not verified).
     UPDATE payments p
        SET observed_external_status = i.observed,
            last_reconciled_at = i.read_at
       FROM input i
+      JOIN judged j ON j.payment_id = i.payment_id AND j.write
      WHERE p.id = i.payment_id
-       AND i.observed IS NOT NULL
        AND p.version = i.version
        AND p.status = i.local_status
        AND p.updated_at IS NOT DISTINCT FROM i.updated_at
@@ -76,6 +126,11 @@ verified AS (
        AND true /*account:p*/
        AND (p.last_reconciled_at IS NULL OR p.last_reconciled_at <= i.read_at)
     RETURNING p.id
+),
+verified AS (
+    SELECT payment_id AS id FROM judged WHERE NOT write
+    UNION ALL
+    SELECT id FROM written
 ),
 inflight AS (
     INSERT INTO payment_inflight_observations AS o (payment_id, stripe_status, first_observed_at)
@@ -183,9 +238,12 @@ recheck_done AS (
 ),
 recheck_add AS (
     -- verified_before: the row's last verification (or creation) when it
-    -- was first queued, kept while it stays queued (queries/lag.sql).
+    -- was first queued, kept while it stays queued (queries/lag.sql): the
+    -- later of its columns and the job's range that covers it (whose batch
+    -- verified it at read_min or later, or queued it then).
     INSERT INTO reconciliation_recheck AS r (job, payment_id, reason, attempts, due_at, last_error, verified_before)
-    SELECT q.job, q.payment_id, q.reason, 1, q.due_at, q.last_error, coalesce(p.last_reconciled_at, p.created_at)
+    SELECT q.job, q.payment_id, q.reason, 1, q.due_at, q.last_error,
+           coalesce(greatest(p.last_reconciled_at, vr.read_min), p.created_at)
       FROM (SELECT @job AS job, i.payment_id, i.recheck_reason AS reason, i.recheck_at AS due_at, i.err AS last_error
               FROM input i
              WHERE i.recheck_at IS NOT NULL AND i.observed IS NULL
@@ -193,6 +251,8 @@ recheck_add AS (
             SELECT @job, s.payment_id, @changed, @now::timestamptz + @grace::interval, 'row changed while it was checked'
               FROM stale s) q
       LEFT JOIN payments p ON p.id = q.payment_id
+      LEFT JOIN LATERAL (SELECT max(vr.read_min) AS read_min FROM reconciliation_verified_ranges vr
+                          WHERE vr.job = @job AND vr.ids @> q.payment_id) vr ON true
         ON CONFLICT (job, payment_id) DO UPDATE
        SET reason = EXCLUDED.reason,
            attempts = r.attempts + 1,
