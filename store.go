@@ -164,3 +164,19 @@ const (
 	RecheckGrace        = "grace"
 	RecheckChanged      = "changed"
 )
+
+// Lease is a held job lease (the sweep's, the catch-up's): one holder per
+// job among every process, with a heartbeat.
+type Lease interface {
+	// Alive says whether the lease is still held (an error once it was
+	// taken over or its heartbeat failed).
+	Alive(ctx context.Context) error
+	// Epoch is the lease's fencing token, sent with every commit
+	// (BatchCommit.Fence); 0 means no fencing.
+	Epoch() int64
+	Release(ctx context.Context) error
+}
+
+// LeaseFunc acquires a job's lease; with wait it blocks until free,
+// without it fails with an error matching ErrLeaseHeld.
+type LeaseFunc func(ctx context.Context, job string, wait bool) (Lease, error)

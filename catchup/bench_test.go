@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/internal/pgtest"
 	"github.com/payrecon/payrecon/internal/simtest"
@@ -92,12 +93,12 @@ func newBenchParts(b *testing.B, rows int, interval time.Duration) *benchParts {
 		p.pending[i], p.pending[j] = p.pending[j], p.pending[i]
 	}
 
-	limiter := sweep.NewLimiter(25)
+	limiter := budget.NewLimiter(25)
 	gw, err := stripeapi.New(stripeapi.Config{SecretKey: sim.SecretKey(), APIBase: sim.URL(), RateLimitedFunc: limiter.OnRateLimited})
 	if err != nil {
 		b.Fatal(err)
 	}
-	lease := func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+	lease := func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 		return postgres.AcquireLease(ctx, pool, job, wait)
 	}
 	p.sweeper = sweep.New(postgres.NewStore(pool), gw, sweep.Config{Limiter: limiter, LeaseFunc: lease})

@@ -26,7 +26,7 @@
 //     recorded (status) and counted (metrics): the sweep covers what
 //     Stripe no longer has;
 //   - every request waits on the sweep's rate budget (the same
-//     *sweep.Limiter) and slows it down on 429;
+//     *budget.Limiter) and slows it down on 429;
 //   - when nothing happens, a round is one request.
 package catchup
 
@@ -42,7 +42,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payrecon/payrecon"
-	"github.com/payrecon/payrecon/sweep"
+	"github.com/payrecon/payrecon/budget"
+	"github.com/payrecon/payrecon/internal/leased"
 )
 
 // Defaults of Config.
@@ -97,19 +98,23 @@ type Config struct {
 
 	// Limiter is the shared Stripe rate budget (the sweep's); nil means
 	// unlimited.
-	Limiter *sweep.Limiter
+	Limiter *budget.Limiter
 	// Clock gives every time written and measured; nil means
 	// payrecon.SystemClock.
 	Clock payrecon.Clock
 	// Logger receives progress and warnings; nil discards them.
 	Logger *slog.Logger
 	// LeaseFunc, when set, makes RunOnce and Run hold the job's lease.
-	LeaseFunc sweep.LeaseFunc
+	LeaseFunc payrecon.LeaseFunc
 	// WaitForLease makes RunOnce wait for another holder of the lease
 	// instead of failing with payrecon.ErrLeaseHeld.
 	WaitForLease bool
 	// SleepFunc waits between rounds; nil means payrecon.Sleep.
 	SleepFunc func(ctx context.Context, d time.Duration) error
+	// RetryPause is Run's first pause after a failure it retries (the
+	// lease unobtainable), doubling up to RetryPauseMax; zero means
+	// leased's defaults (1 s, 30 s).
+	RetryPause, RetryPauseMax time.Duration
 	// Registerer receives the catch-up's metrics; nil leaves them
 	// unregistered.
 	Registerer prometheus.Registerer
@@ -579,77 +584,52 @@ func (c *Catcher) apply(ctx context.Context, rep *Report, cur *payrecon.EventCur
 
 // RunOnce holds the job's lease (with a LeaseFunc) and runs one round: it is
 // `payrecon events --once`.
-func (c *Catcher) RunOnce(ctx context.Context) (Report, error) {
-	if c.cfg.LeaseFunc != nil {
-		lease, err := c.cfg.LeaseFunc(ctx, c.cfg.Job, c.cfg.WaitForLease)
-		if err != nil {
-			return Report{Job: c.cfg.Job, Outcomes: map[string]int{}}, err
-		}
-		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
-		c.fence.Store(lease.Epoch())
-		defer c.fence.Store(0)
-	}
-	return c.Round(ctx)
+func (c *Catcher) RunOnce(ctx context.Context) (rep Report, err error) {
+	rep = Report{Job: c.cfg.Job, Outcomes: map[string]int{}}
+	err = leased.Hold(ctx, c.leaseConfig(), c.cfg.WaitForLease, func(ctx context.Context, _ payrecon.Lease) error {
+		rep, err = c.Round(ctx)
+		return err
+	})
+	return rep, err
 }
 
-var errLeaseLost = errors.New("lease lost")
+// leaseConfig is the catch-up's leased loop (Run, RunOnce): the same one
+// the sweep runs in.
+func (c *Catcher) leaseConfig() leased.Config {
+	return leased.Config{
+		Job: c.cfg.Job, What: "events", LeaseFunc: c.cfg.LeaseFunc,
+		Fatal:      func(err error) bool { return errors.Is(err, payrecon.ErrConfig) },
+		RetryPause: c.cfg.RetryPause, RetryPauseMax: c.cfg.RetryPauseMax,
+		OnLease: func(epoch int64) {
+			c.fence.Store(epoch)
+			if epoch != 0 {
+				c.metrics.leased.Set(1)
+			} else {
+				c.metrics.leased.Set(0)
+			}
+		},
+		Clock: c.cfg.Clock, Sleep: c.cfg.SleepFunc, Logger: c.cfg.Logger,
+	}
+}
 
 // Run catches up every Config.Interval until ctx ends (then it returns
 // nil). With a LeaseFunc it first waits for the job's lease, so of several
-// replicas exactly one catches up, and another takes over when it dies; if
-// the lease's connection is lost it waits for the lease again. A
-// configuration error (a key without Events: Read) is returned; any other
-// failure (Stripe or the database unavailable) is logged and the next round
-// tries again.
+// replicas exactly one catches up, and another takes over when it dies; it
+// watches the lease while it waits between rounds, and when the lease is
+// lost it waits for it again. A configuration error (a key without Events:
+// Read) is returned; any other failure (Stripe or the database
+// unavailable) is logged and the next round tries again.
 func (c *Catcher) Run(ctx context.Context) error {
-	pause := time.Second
-	for {
-		err := c.runLeased(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		switch {
-		case errors.Is(err, errLeaseLost) || errors.Is(err, payrecon.ErrLeaseLost):
-			c.cfg.Logger.Warn("events lease lost; waiting to take it again", "job", c.cfg.Job, "error", err)
-			pause = time.Second
-			continue
-		case errors.Is(err, payrecon.ErrConfig):
-			return err
-		}
-		// The lease could not be taken (the database refuses connections,
-		// restarts): try again, with backoff, instead of stopping.
-		c.cfg.Logger.Warn("events catch-up interrupted; retrying", "job", c.cfg.Job, "error", err, "retry_in", pause)
-		if err := c.cfg.SleepFunc(ctx, pause); err != nil {
-			return nil
-		}
-		pause = min(pause*2, 30*time.Second)
-	}
+	return leased.Run(ctx, c.leaseConfig(), c.runLeased)
 }
 
-func (c *Catcher) runLeased(ctx context.Context) error {
-	var lease sweep.Lease
-	if c.cfg.LeaseFunc != nil {
-		c.cfg.Logger.Info("waiting for the events lease", "job", c.cfg.Job)
-		l, err := c.cfg.LeaseFunc(ctx, c.cfg.Job, true)
-		if err != nil {
-			return err
-		}
-		lease = l
-		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
-		c.fence.Store(lease.Epoch())
-		defer c.fence.Store(0)
+func (c *Catcher) runLeased(ctx context.Context, lease payrecon.Lease) error {
+	if lease != nil {
 		c.cfg.Logger.Info("events lease acquired", "job", c.cfg.Job, "interval", c.cfg.Interval, "epoch", lease.Epoch())
-		c.metrics.leased.Set(1)
-		defer c.metrics.leased.Set(0)
 	}
 	for {
-		if lease != nil {
-			if err := lease.Alive(ctx); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return fmt.Errorf("%w: %w", errLeaseLost, err)
-			}
+		if err := leased.Alive(ctx, lease); err != nil {
+			return err
 		}
 		rep, err := c.Round(ctx)
 		switch {
@@ -667,8 +647,11 @@ func (c *Catcher) runLeased(ctx context.Context) error {
 				"applied", rep.Outcomes[string(payrecon.Applied)], "duplicates", rep.Outcomes[OutcomeDuplicate],
 				"max_delay", rep.MaxDelay.Round(time.Millisecond), "stripe_requests", rep.Requests)
 		}
-		if err := c.cfg.SleepFunc(ctx, c.cfg.Interval); err != nil {
-			return nil
+		if err := leased.Wait(ctx, lease, c.cfg.Interval, c.cfg.Clock, c.cfg.SleepFunc); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
 	}
 }

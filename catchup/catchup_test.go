@@ -17,7 +17,6 @@ import (
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/stripeapi"
 	"github.com/payrecon/payrecon/stripesim"
-	"github.com/payrecon/payrecon/sweep"
 )
 
 var applied = string(payrecon.Applied)
@@ -290,7 +289,7 @@ func TestTwoRunningCatchersOneHoldsTheLease(t *testing.T) {
 		pool := b.newPool(t)
 		c := catchup.New(b.gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil), postgres.NewEventCursors(pool), catchup.Config{
 			Since: time.Hour, Interval: 20 * time.Millisecond, Registerer: regs[i],
-			LeaseFunc: func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+			LeaseFunc: func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 				return postgres.AcquireLease(ctx, pool, job, wait)
 			},
 		})
@@ -511,7 +510,7 @@ func TestRunRetriesALeaseItCannotTake(t *testing.T) {
 		SleepFunc: func(ctx context.Context, d time.Duration) error {
 			return payrecon.Sleep(ctx, min(d, 20*time.Millisecond))
 		},
-		LeaseFunc: func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+		LeaseFunc: func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 			if attempts.Add(1) <= 3 {
 				return nil, errors.New("acquire lease \"events\": dial tcp 127.0.0.1:5432: connect: connection refused")
 			}

@@ -45,9 +45,10 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/postgres"
-	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/riverjobs"
 	"github.com/payrecon/payrecon/sweep"
 )
 
@@ -138,7 +139,7 @@ type Config struct {
 // Platform runs a platform's accounts' sweeps on River.
 type Platform struct {
 	cfg      Config
-	budget   *sweep.Limiter // this replica's share of --platform-rps
+	budget   *budget.Limiter // this replica's share of --platform-rps
 	replicas *postgres.Replicas
 	metrics  *metrics
 
@@ -182,18 +183,18 @@ func New(cfg Config) (*Platform, error) {
 	if cfg.Replica == "" {
 		cfg.Replica = postgres.ApplicationName("run")
 	}
-	p := &Platform{cfg: cfg, budget: sweep.NewLimiter(cfg.PlatformRPS), replicas: postgres.NewReplicas(cfg.Pool, cfg.Replica),
+	p := &Platform{cfg: cfg, budget: budget.NewLimiter(cfg.PlatformRPS), replicas: postgres.NewReplicas(cfg.Pool, cfg.Replica),
 		sweepers: map[string]*sweep.Sweeper{}, catchers: map[string]*catchup.Catcher{}, shares: 1, metrics: newMetrics()}
 	return p, nil
 }
 
 // Budget returns this replica's share of the platform budget.
-func (p *Platform) Budget() *sweep.Limiter { return p.budget }
+func (p *Platform) Budget() *budget.Limiter { return p.budget }
 
 // Jobs are the platform's River workers, queue and periodic discovery, to
 // give the relay (relay.Config.Jobs).
-func (p *Platform) Jobs() relay.ExtraJobs {
-	return relay.ExtraJobs{
+func (p *Platform) Jobs() riverjobs.Set {
+	return riverjobs.Set{
 		Register: func(w *river.Workers) error {
 			if err := river.AddWorkerSafely(w, &sweepWorker{p: p}); err != nil {
 				return err
@@ -277,7 +278,7 @@ func (p *Platform) sweeper(account string) *sweep.Sweeper {
 	if s, ok := p.sweepers[account]; ok {
 		return s
 	}
-	lim := sweep.NewLimiter(p.cfg.RPS).Within(p.budget)
+	lim := budget.NewLimiter(p.cfg.RPS).Within(p.budget)
 	cfg := p.cfg.Sweep
 	cfg.Job = payrecon.AccountJob(p.cfg.Job, account)
 	cfg.Limiter, cfg.LeaseFunc, cfg.Registerer = lim, nil, nil
@@ -487,7 +488,7 @@ func (p *Platform) catcher(account string) *catchup.Catcher {
 	if c, ok := p.catchers[account]; ok {
 		return c
 	}
-	lim := sweep.NewLimiter(p.cfg.RPS).Within(p.budget)
+	lim := budget.NewLimiter(p.cfg.RPS).Within(p.budget)
 	cfg := p.cfg.Events
 	cfg.Job = EventsJob(catchup.JobDefault, account)
 	cfg.Limiter, cfg.LeaseFunc, cfg.Registerer, cfg.Clock = lim, nil, nil, p.cfg.Clock

@@ -11,6 +11,7 @@ import (
 
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/riverjobs"
 )
 
 // Defaults of Config.
@@ -102,7 +103,7 @@ type Config struct {
 	// platform's account sweeps): registered with the workers, their queues
 	// added unless InsertOnly, their periodic jobs scheduled by River's
 	// leader.
-	Jobs ExtraJobs
+	Jobs riverjobs.Set
 	// Notify, with a URL, POSTs every transition the writer makes to the
 	// application: New registers the writer's transition hook that inserts
 	// the notification's job in the transition's transaction and, unless

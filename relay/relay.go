@@ -149,17 +149,6 @@ func New(pool *pgxpool.Pool, writer *postgres.Writer, cfg Config) (*Relay, error
 	return r, nil
 }
 
-// ExtraJobs are River jobs other than payrecon's repairs, notifications
-// and pruning that a process works on the relay's client.
-type ExtraJobs struct {
-	// Register adds their workers.
-	Register func(*river.Workers) error
-	// Queues are their queues, with each one's MaxWorkers.
-	Queues map[string]int
-	// Periodic are the periodic jobs River's leader inserts.
-	Periodic []*river.PeriodicJob
-}
-
 // Client returns the relay's River client, to insert other jobs with.
 func (r *Relay) Client() *river.Client[pgx.Tx] { return r.client }
 

@@ -5,11 +5,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/postgres"
-	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/settlement"
 )
 
@@ -58,26 +56,4 @@ func (s *Service) newPayouts(pool *pgxpool.Pool, gw payrecon.Gateway) (*settleme
 	})
 	s.registry.MustRegister(postgres.NewPayoutsCollector(pool, rec.Config().Since, s.cfg.Clock, s.cfg.Logger.With("component", "metrics")))
 	return rec, nil
-}
-
-// combineJobs puts two sets of the relay's extra jobs together (the
-// platform's account sweeps and the payouts check).
-func combineJobs(a, b relay.ExtraJobs) relay.ExtraJobs {
-	out := relay.ExtraJobs{Queues: map[string]int{}, Periodic: append(append([]*river.PeriodicJob(nil), a.Periodic...), b.Periodic...)}
-	for _, j := range []relay.ExtraJobs{a, b} {
-		for q, n := range j.Queues {
-			out.Queues[q] += n
-		}
-	}
-	out.Register = func(w *river.Workers) error {
-		for _, j := range []relay.ExtraJobs{a, b} {
-			if j.Register != nil {
-				if err := j.Register(w); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return out
 }

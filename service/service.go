@@ -36,12 +36,14 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/httpapi"
 	"github.com/payrecon/payrecon/platform"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/riverjobs"
 	"github.com/payrecon/payrecon/settlement"
 	"github.com/payrecon/payrecon/stripeapi"
 	"github.com/payrecon/payrecon/sweep"
@@ -204,7 +206,7 @@ type Service struct {
 	relay          *relay.Relay
 	handler        http.Handler
 	gateway        payrecon.Gateway
-	limiter        *sweep.Limiter
+	limiter        *budget.Limiter
 	ui             *riverui.Handler
 	admin          http.Handler
 	console        *console.Console
@@ -252,7 +254,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	s.conns.WithLabelValues("public")
 	s.conns.WithLabelValues("admin")
 
-	s.limiter = sweep.NewLimiter(cfg.RPS)
+	s.limiter = budget.NewLimiter(cfg.RPS)
 	gw := cfg.Gateway
 	if gw == nil {
 		sc := cfg.Stripe
@@ -266,7 +268,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		gw = g
 	}
 	s.gateway = gw
-	s.registry.MustRegister(sweep.LimiterCollector(s.limiter)...)
+	s.registry.MustRegister(budget.Collectors(s.limiter)...)
 
 	writer := postgres.NewWriter(cfg.Clock)
 	// Under --repair-mode review the sweep's and the events' repairs are
@@ -313,7 +315,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		rc.Workers = max(2, min(relay.WorkersDefault, int(pool.Config().MaxConns)-6))
 	}
 	if payouts != nil {
-		rc.Jobs = combineJobs(rc.Jobs, payouts.Jobs(cfg.Payouts.Interval))
+		rc.Jobs = riverjobs.Merge(rc.Jobs, payouts.Jobs(cfg.Payouts.Interval))
 	}
 	built, err := relay.New(pool, writer, rc)
 	if err != nil {
@@ -326,7 +328,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	store.EnqueueFunc = rl.EnqueueFunc()
 	sc := cfg.Sweep
 	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
-	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 		return postgres.AcquireLeaseTimeout(ctx, pool, job, wait, cfg.LeaseTimeout)
 	}
 	s.sweeper = sweep.New(store, gw, sc)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/postgres"
-	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/riverjobs"
 )
 
 // River job kinds and queue of the payouts check in `payrecon run`.
@@ -69,8 +69,8 @@ func (ReadArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: Q
 // read of one payout an event named, both on Queue, one at a time per
 // process; River retries them with backoff while Stripe is unavailable.
 // Give them to the relay (relay.Config.Jobs).
-func (r *Reconciler) Jobs(interval time.Duration) relay.ExtraJobs {
-	j := relay.ExtraJobs{
+func (r *Reconciler) Jobs(interval time.Duration) riverjobs.Set {
+	j := riverjobs.Set{
 		Register: func(w *river.Workers) error {
 			if err := river.AddWorkerSafely(w, &roundWorker{rec: r}); err != nil {
 				return fmt.Errorf("register the payouts round: %w", err)

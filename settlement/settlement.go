@@ -14,7 +14,7 @@
 //     a line is stored once per balance transaction, however often its
 //     payout is read and by however many replicas;
 //   - every request waits on the shared rate budget (the sweep's
-//     *sweep.Limiter) and slows it down on 429;
+//     *budget.Limiter) and slows it down on 429;
 //   - a payout is marked read only with all its lines, in one statement;
 //   - a round judges every PaymentIntent of the payouts in its window and
 //     every open settlement finding, so a drift that goes heals at the next
@@ -37,7 +37,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payrecon/payrecon"
-	"github.com/payrecon/payrecon/sweep"
+	"github.com/payrecon/payrecon/budget"
 )
 
 // Defaults of Config.
@@ -66,7 +66,7 @@ type Config struct {
 	// ConcurrencyDefault), all within Limiter.
 	Concurrency int
 	// Limiter is the shared Stripe rate budget; nil means unlimited.
-	Limiter *sweep.Limiter
+	Limiter *budget.Limiter
 	// Clock gives every time written and measured; nil means
 	// payrecon.SystemClock.
 	Clock payrecon.Clock
@@ -74,7 +74,7 @@ type Config struct {
 	Logger *slog.Logger
 	// LeaseFunc, when set, makes RunOnce hold the Job lease: one round at a
 	// time over every process.
-	LeaseFunc sweep.LeaseFunc
+	LeaseFunc payrecon.LeaseFunc
 	// Job names the lease (default JobDefault).
 	Job string
 	// WaitForLease makes RunOnce wait for another holder of the lease

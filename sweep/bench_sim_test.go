@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/internal/pgtest"
 	"github.com/payrecon/payrecon/internal/simtest"
 	"github.com/payrecon/payrecon/postgres"
@@ -56,7 +57,7 @@ func newSimBench(b *testing.B, n int, faults stripesim.Faults) *simBench {
 func (sb *simBench) cycle(b *testing.B, i int, cfg sweep.Config, rps float64) (sweep.CycleReport, time.Duration) {
 	b.Helper()
 	cfg.Job = fmt.Sprintf("bench-%d", i)
-	cfg.Limiter = sweep.NewLimiter(rps)
+	cfg.Limiter = budget.NewLimiter(rps)
 	s := sweep.New(sb.pool, sb.gw, cfg)
 	start := time.Now()
 	rep, err := s.RunCycle(context.Background(), nil)

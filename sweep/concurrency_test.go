@@ -92,7 +92,7 @@ func TestSecondSweeperWaitsForLease(t *testing.T) {
 	t.Parallel()
 	rows, repairable, review := drifted(300)
 	b := setup(t, rows)
-	lease := func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+	lease := func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 		return postgres.AcquireLease(ctx, b.pool, job, wait)
 	}
 	release := make(chan struct{})

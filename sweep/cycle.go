@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/leased"
 )
 
 // CycleReport sums the batches of one RunCycle.
@@ -88,17 +89,32 @@ type ProgressFunc func(b BatchReport, total CycleReport)
 // Config.MaxOutage of it, and on ctx's end returns between batches (a batch
 // is committed whole or not at all).
 func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (rep CycleReport, err error) {
+	rep = CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
+	err = leased.Hold(ctx, s.leaseConfig(), s.cfg.WaitForLease, func(ctx context.Context, _ payrecon.Lease) error {
+		rep, err = s.runCycle(ctx, progress)
+		return err
+	})
+	return rep, err
+}
+
+// leaseConfig is the job's leased loop (Run, RunCycle).
+func (s *Sweeper) leaseConfig() leased.Config {
+	return leased.Config{
+		Job: s.cfg.Job, What: "sweep", LeaseFunc: s.cfg.LeaseFunc, Fatal: Fatal,
+		RetryPause: s.cfg.RetryPause, RetryPauseMax: s.cfg.RetryPauseMax,
+		OnLease: func(epoch int64) {
+			s.fence.Store(epoch)
+			s.metrics.setLeased(s.cfg.Job, epoch != 0)
+		},
+		OnRetry: func() { s.metrics.retried(s.cfg.Job) },
+		Clock:   s.cfg.Clock, Sleep: s.cfg.SleepFunc, Logger: s.cfg.Logger,
+	}
+}
+
+// runCycle is RunCycle under the lease.
+func (s *Sweeper) runCycle(ctx context.Context, progress ProgressFunc) (rep CycleReport, err error) {
 	start := s.cfg.Clock.Now()
 	rep = CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
-	if s.cfg.LeaseFunc != nil {
-		lease, err := s.cfg.LeaseFunc(ctx, s.cfg.Job, s.cfg.WaitForLease)
-		if err != nil {
-			return rep, err
-		}
-		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
-		s.fence.Store(lease.Epoch())
-		defer s.fence.Store(0)
-	}
 	defer func() { rep.Duration = s.cfg.Clock.Now().Sub(start) }()
 
 	// List mode lists the next batches' windows while each batch commits.

@@ -128,18 +128,6 @@ func (m *metrics) setLeased(job string, held bool) {
 	m.leased.WithLabelValues(job).Set(v)
 }
 
-// LimiterCollector exposes the limiter's current rate and budget.
-func LimiterCollector(l *Limiter) []prometheus.Collector {
-	return []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "payrecon_stripe_limiter_rate_per_second", Help: "Current Stripe request rate allowed by the adaptive limiter (lower than the budget after 429s).",
-		}, func() float64 { return l.Limit() }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "payrecon_stripe_limiter_budget_per_second", Help: "Configured Stripe request budget (--rps).",
-		}, func() float64 { return l.Budget() }),
-	}
-}
-
 // retried counts a continuous sweep interrupted by a failure it retries
 // (the database unavailable, the lease unobtainable).
 func (m *metrics) retried(job string) {

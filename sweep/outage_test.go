@@ -46,7 +46,7 @@ func TestRunSurvivesRefusedConnections(t *testing.T) {
 	b := setup(t, uniform(600))
 	db := b.pool.Config().ConnConfig.Database
 	var attempts atomic.Int32
-	lease := func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+	lease := func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 		attempts.Add(1)
 		return postgres.AcquireLease(ctx, b.pool, job, wait)
 	}

@@ -3,10 +3,10 @@ package sweep
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/internal/leased"
 )
 
 // Run sweeps continuously: cycle after cycle at the rate budget, sleeping
@@ -20,30 +20,9 @@ import (
 // logged and retried with backoff (Config.RetryPause doubling up to
 // Config.RetryPauseMax): the process stays up and resumes by itself.
 func (s *Sweeper) Run(ctx context.Context, progress ProgressFunc) error {
-	pause := s.cfg.RetryPause
-	for {
-		began := s.cfg.Clock.Now()
-		err := s.runLeased(ctx, progress)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if errors.Is(err, errLeaseLost) || errors.Is(err, payrecon.ErrLeaseLost) {
-			s.cfg.Logger.Warn("sweep lease lost; waiting to take it again", "job", s.cfg.Job, "error", err)
-			continue
-		}
-		if Fatal(err) {
-			return err
-		}
-		if s.cfg.Clock.Now().Sub(began) > 4*s.cfg.RetryPauseMax {
-			pause = s.cfg.RetryPause // it had been working: start the backoff again
-		}
-		s.metrics.retried(s.cfg.Job)
-		s.cfg.Logger.Warn("sweep interrupted; retrying", "job", s.cfg.Job, "error", err, "retry_in", pause)
-		if err := s.cfg.SleepFunc(ctx, pause); err != nil {
-			return nil
-		}
-		pause = min(pause*2, s.cfg.RetryPauseMax)
-	}
+	return leased.Run(ctx, s.leaseConfig(), func(ctx context.Context, lease payrecon.Lease) error {
+		return s.runLeased(ctx, progress, lease)
+	})
 }
 
 // Fatal reports whether err must stop a continuous sweep (or the service):
@@ -54,24 +33,9 @@ func Fatal(err error) bool {
 	return err != nil && (errors.Is(err, payrecon.ErrConfig) || errors.Is(err, ErrOutage))
 }
 
-var errLeaseLost = errors.New("lease lost")
-
-func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
-	var lease Lease
-	if s.cfg.LeaseFunc != nil {
-		s.cfg.Logger.Info("waiting for the sweep lease", "job", s.cfg.Job)
-		l, err := s.cfg.LeaseFunc(ctx, s.cfg.Job, true)
-		if err != nil {
-			return err
-		}
-		lease = l
-		defer lease.Release(context.WithoutCancel(ctx)) //nolint:errcheck // the lock dies with the session anyway
-		s.fence.Store(lease.Epoch())
-		defer s.fence.Store(0)
-		s.cfg.Logger.Info("sweep lease acquired", "job", s.cfg.Job, "epoch", lease.Epoch())
-		s.metrics.setLeased(s.cfg.Job, true)
-		defer s.metrics.setLeased(s.cfg.Job, false)
-	}
+// runLeased sweeps cycle after cycle under lease (nil: none), checking it
+// before every batch and while it idles.
+func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc, lease payrecon.Lease) error {
 	// List mode lists the next batches' windows while each batch commits.
 	stopLookahead := s.startLookahead(ctx)
 	defer stopLookahead()
@@ -80,10 +44,8 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 		rep := CycleReport{Job: s.cfg.Job, Counts: map[payrecon.Verdict]int{}}
 		var outage outageTracker
 		for !rep.Wrapped {
-			if lease != nil {
-				if err := lease.Alive(ctx); err != nil {
-					return fmt.Errorf("%w: %w", errLeaseLost, err)
-				}
+			if err := leased.Alive(ctx, lease); err != nil {
+				return err
 			}
 			err := s.step(ctx, &rep, &outage, false, progress)
 			if ctx.Err() != nil {
@@ -107,24 +69,16 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc) error {
 	}
 }
 
-// idle waits until next, running recheck batches as rows come due. With a
-// lease it wakes at least every second to check that the lease is still
-// held, and steps down (errLeaseLost) as soon as it is not.
-func (s *Sweeper) idle(ctx context.Context, next time.Time, progress ProgressFunc, lease Lease) error {
+// idle waits until next, running recheck batches as rows come due, and
+// steps down (leased.ErrLost) as soon as the lease is lost: leased.Wait
+// checks it every second.
+func (s *Sweeper) idle(ctx context.Context, next time.Time, progress ProgressFunc, lease payrecon.Lease) error {
 	for {
 		now := s.cfg.Clock.Now()
 		if !now.Before(next) {
 			return nil
 		}
 		wake := next
-		if lease != nil {
-			if err := lease.Alive(ctx); err != nil {
-				return fmt.Errorf("%w: %w", errLeaseLost, err)
-			}
-			if check := now.Add(time.Second); check.Before(wake) {
-				wake = check
-			}
-		}
 		due, err := s.store.NextRecheck(ctx, s.cfg.Job, "")
 		if err != nil {
 			return err
@@ -132,7 +86,7 @@ func (s *Sweeper) idle(ctx context.Context, next time.Time, progress ProgressFun
 		if !due.IsZero() && due.Before(wake) {
 			wake = due
 		}
-		if err := s.cfg.SleepFunc(ctx, wake.Sub(now)); err != nil {
+		if err := leased.Wait(ctx, lease, wake.Sub(now), s.cfg.Clock, s.cfg.SleepFunc); err != nil {
 			return err
 		}
 		if !due.IsZero() && !s.cfg.Clock.Now().Before(due) {

@@ -79,7 +79,7 @@ func BenchmarkSecondWaveSteps(b *testing.B) {
 		{"no-fence", true, true, false},
 		{"none", false, false, false},
 	}
-	lease := func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+	lease := func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 		return postgres.AcquireLeaseTimeout(ctx, pool, job, wait, 30*time.Second)
 	}
 	job := 0

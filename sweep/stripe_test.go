@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/internal/pgtest"
 	"github.com/payrecon/payrecon/internal/simtest"
 	"github.com/payrecon/payrecon/postgres"
@@ -247,7 +248,7 @@ func TestHalfOfCallsFailingStorm(t *testing.T) {
 func TestRateLimitSlowsTheLimiterAndSweepCompletes(t *testing.T) {
 	t.Parallel()
 	b := setupSim(t, simpleRows(300, nil), nil, stripesim.Faults{RateLimit: stripesim.RateLimit{PerSecond: 200, Burst: 5}})
-	lim := sweep.NewLimiter(2000)
+	lim := budget.NewLimiter(2000)
 	s := b.sweeper(sweep.Config{Batch: 100, Concurrency: 8, Mode: sweep.ModeRetrieve,
 		RecheckBackoff: time.Millisecond, RecheckBackoffMax: 10 * time.Millisecond, Limiter: lim})
 	// The limiter is watched all through the cycle, not only between

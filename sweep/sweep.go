@@ -32,6 +32,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 )
 
 // DefaultJob is the seed's job name.
@@ -94,14 +95,14 @@ type Config struct {
 	WaitForLease bool
 
 	// Limiter is the shared Stripe rate budget; nil means unlimited.
-	Limiter *Limiter
+	Limiter *budget.Limiter
 	// Clock gives every time the sweep writes and measures; nil means
 	// payrecon.SystemClock.
 	Clock payrecon.Clock
 	// Logger receives progress and warnings; nil discards them.
 	Logger *slog.Logger
 	// LeaseFunc, when set, makes RunCycle and Run hold the job's lease.
-	LeaseFunc LeaseFunc
+	LeaseFunc payrecon.LeaseFunc
 	// SleepFunc waits (outage pauses, recheck waits, idle time between
 	// cycles); nil means payrecon.Sleep. Tests advance a fake clock in it.
 	SleepFunc func(ctx context.Context, d time.Duration) error
@@ -249,21 +250,6 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
-
-// Lease is a held sweep lease.
-type Lease interface {
-	// Alive says whether the lease is still held (an error once it was
-	// taken over or its heartbeat failed).
-	Alive(ctx context.Context) error
-	// Epoch is the lease's fencing token, sent with every commit
-	// (payrecon.BatchCommit.Fence); 0 means no fencing.
-	Epoch() int64
-	Release(ctx context.Context) error
-}
-
-// LeaseFunc acquires the job's lease; with wait it blocks until free,
-// without it fails with an error matching payrecon.ErrLeaseHeld.
-type LeaseFunc func(ctx context.Context, job string, wait bool) (Lease, error)
 
 // Sweeper runs batches and cycles of one job.
 type Sweeper struct {

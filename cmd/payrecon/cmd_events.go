@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/internal/redact"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/stripeapi"
-	"github.com/payrecon/payrecon/sweep"
 )
 
 // eventsCmd is `payrecon events`: the events catch-up on its own.
@@ -70,7 +70,7 @@ func (c *eventsCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	limiter := sweep.NewLimiter(c.RPS)
+	limiter := budget.NewLimiter(c.RPS)
 	gw, err := a.gateway(c.stripeFlags, limiter.OnRateLimited)
 	if err != nil {
 		return err

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/internal/redact"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/settlement"
-	"github.com/payrecon/payrecon/sweep"
 )
 
 // payoutsCmd is `payrecon payouts`: the payouts check, and what it read.
@@ -63,7 +63,7 @@ func (c *payoutsCheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	limiter := sweep.NewLimiter(c.RPS)
+	limiter := budget.NewLimiter(c.RPS)
 	gw, err := a.gateway(c.stripeFlags, limiter.OnRateLimited)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/sweep"
 )
@@ -140,8 +141,8 @@ type scanCmd struct {
 	CPUProfile string `name:"cpu-profile" placeholder:"FILE" type:"path" help:"Write a CPU profile of this scan to FILE (for go tool pprof); the file is complete when scan exits."`
 }
 
-func leaseFunc(pool *pgxpool.Pool, timeout time.Duration) sweep.LeaseFunc {
-	return func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+func leaseFunc(pool *pgxpool.Pool, timeout time.Duration) payrecon.LeaseFunc {
+	return func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 		return postgres.AcquireLeaseTimeout(ctx, pool, job, wait, timeout)
 	}
 }
@@ -163,7 +164,7 @@ func (c *scanCmd) Run(a *app) error {
 		}()
 	}
 	cfg.WaitForLease = c.Wait
-	limiter := sweep.NewLimiter(c.RPS)
+	limiter := budget.NewLimiter(c.RPS)
 	gw, err := a.gateway(c.stripeFlags, limiter.OnRateLimited)
 	if err != nil {
 		return err

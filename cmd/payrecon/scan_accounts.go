@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/stripeapi"
 	"github.com/payrecon/payrecon/sweep"
@@ -43,7 +44,7 @@ func (c *scanCmd) runAccounts(a *app, pool *pgxpool.Pool, store *postgres.Store,
 			return err
 		}
 	}
-	platformBudget := sweep.NewLimiter(c.PlatformRPS)
+	platformBudget := budget.NewLimiter(c.PlatformRPS)
 	base := cfg.Job
 	prog := a.newAccountsProgress(pool, store, col, base, accounts)
 	reports := make([]sweep.CycleReport, len(accounts))
@@ -51,7 +52,7 @@ func (c *scanCmd) runAccounts(a *app, pool *pgxpool.Pool, store *postgres.Store,
 	g.SetLimit(scanAccountsAtOnce)
 	for i, acct := range accounts {
 		g.Go(func() error {
-			lim := sweep.NewLimiter(c.RPS).Within(platformBudget)
+			lim := budget.NewLimiter(c.RPS).Within(platformBudget)
 			ac := cfg
 			ac.Job = payrecon.AccountJob(base, acct)
 			ac.Limiter = lim

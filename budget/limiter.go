@@ -1,14 +1,20 @@
-package sweep
+// Package budget is payrecon's Stripe rate budget: an adaptive token
+// bucket shared by every concurrent call of a process, backing off on 429
+// and recovering while calls succeed; an account's budget spends within
+// the platform's (Within). It is a leaf: the sweep, the catch-up, the
+// payouts reader and the platform's accounts all draw on it.
+package budget
 
 import (
 	"context"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 )
 
-// Limiter is the sweep's Stripe rate budget: one token bucket shared by every
+// Limiter is a Stripe rate budget: one token bucket shared by every
 // concurrent call. It backs off multiplicatively when Stripe answers 429
 // (and pauses everyone for Retry-After), and recovers additively while calls
 // succeed, never above the configured budget.
@@ -153,3 +159,15 @@ func (l *Limiter) Limit() float64 { return float64(l.lim.Limit()) }
 // Budget returns the configured rate in requests per second (+Inf when
 // unlimited).
 func (l *Limiter) Budget() float64 { return float64(l.max) }
+
+// Collectors expose the limiter's current rate and budget.
+func Collectors(l *Limiter) []prometheus.Collector {
+	return []prometheus.Collector{
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "payrecon_stripe_limiter_rate_per_second", Help: "Current Stripe request rate allowed by the adaptive limiter (lower than the budget after 429s).",
+		}, func() float64 { return l.Limit() }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "payrecon_stripe_limiter_budget_per_second", Help: "Configured Stripe request budget (--rps).",
+		}, func() float64 { return l.Budget() }),
+	}
+}
