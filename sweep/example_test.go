@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/stripeapi"
@@ -41,8 +42,8 @@ func Example() {
 	store.EnqueueFunc = rl.EnqueueFunc()
 	s := sweep.New(store, gw, sweep.Config{
 		Job:     "payments-vs-stripe",
-		Limiter: sweep.NewLimiter(20), // Stripe requests per second, shared by every call
-		LeaseFunc: func(ctx context.Context, job string, wait bool) (sweep.Lease, error) {
+		Limiter: budget.NewLimiter(20), // Stripe requests per second, shared by every call
+		LeaseFunc: func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 			return postgres.AcquireLease(ctx, pool, job, wait) // one sweeper per job, however many replicas
 		},
 	})
