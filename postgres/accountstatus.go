@@ -34,6 +34,13 @@ type AccountsStatus struct {
 	// Lag is the worst account's: the platform's reconciliation lag.
 	Lag   time.Duration `json:"lag_ns"`
 	Worst []AccountLag  `json:"worst"`
+	// EventCursors counts the connected accounts' events catch-up cursors;
+	// EventsWorstAge is the furthest behind of them, EventsWorstDelay the
+	// longest last detection delay (Stripe's created → applied) among them:
+	// the detection delay across accounts.
+	EventCursors     int           `json:"event_cursors"`
+	EventsWorstAge   time.Duration `json:"events_worst_age_ns"`
+	EventsWorstDelay time.Duration `json:"events_worst_delay_ns"`
 }
 
 // AccountsBehindAfter is how old an account's last completed cycle may be
@@ -75,6 +82,18 @@ func (m *Monitor) AccountsStatus(ctx context.Context, now time.Time, base string
 	})
 	if err != nil {
 		return st, fmt.Errorf("read the accounts' sweeps: %w", err)
+	}
+	events, err := m.EventsStatus(ctx, now)
+	if err != nil {
+		return st, err
+	}
+	for _, e := range events {
+		if !IsAccountJob(e.Job) {
+			continue
+		}
+		st.EventCursors++
+		st.EventsWorstAge = max(st.EventsWorstAge, e.Age)
+		st.EventsWorstDelay = max(st.EventsWorstDelay, e.LastDelay)
 	}
 	return st, nil
 }

@@ -17,6 +17,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -349,6 +350,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	}
 	collector := postgres.NewCollector(postgres.NewMonitor(pool), relay.Kind, cfg.Clock, cfg.Logger.With("component", "metrics"))
 	collector.NotifyKind = relay.NotifyKind
+	if cfg.Accounts.Found {
+		collector.Accounts = cmp.Or(cfg.Sweep.Job, sweep.DefaultJob)
+	}
 	s.registry.MustRegister(collector)
 	ui, err := rl.UIHandler(relay.UIPrefix)
 	if err != nil {

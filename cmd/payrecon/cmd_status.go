@@ -199,6 +199,10 @@ func printAccounts(w io.Writer, now time.Time, as postgres.AccountsStatus) {
 		}
 		fmt.Fprintf(tw, "  %s\tlag %s, last cycle %s\n", name, payrecon.FormatDuration(l.Lag), ago(now, l.LastCycleCompletedAt))
 	}
+	if as.EventCursors > 0 {
+		fmt.Fprintf(tw, "  events\t%d connected accounts caught up, the furthest behind by %s, the longest last detection delay %s\n",
+			as.EventCursors, payrecon.FormatDuration(as.EventsWorstAge), payrecon.FormatDuration(as.EventsWorstDelay))
+	}
 	_ = tw.Flush()
 }
 
