@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -509,34 +508,6 @@ func NewConsoleAudit(pool *pgxpool.Pool, clock payrecon.Clock) *ConsoleAudit {
 		clock = payrecon.SystemClock{}
 	}
 	return &ConsoleAudit{pool: pool, clock: clock}
-}
-
-// Resolve closes an open finding by hand and records the action, in one
-// statement. A finding that does not exist is payrecon.ErrNotFound; one
-// already resolved is ErrAlreadyResolved.
-func (a *ConsoleAudit) Resolve(ctx context.Context, findingID int64, operator, note string) error {
-	if strings.TrimSpace(note) == "" || strings.TrimSpace(operator) == "" {
-		return errors.New("resolving a finding needs a note and an operator")
-	}
-	var auditID int64
-	err := a.pool.QueryRow(ctx, consoleQuery("console_resolve"), pgx.StrictNamedArgs{"finding_id": findingID, "at": a.clock.Now(),
-		"resolution": string(payrecon.ResolvedOperator), "operator": operator, "note": note,
-		"action": ConsoleActionResolve, "outcome": "resolved"}).Scan(&auditID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		var resolution, by string
-		err := a.pool.QueryRow(ctx, consoleQuery("console_finding_state"), pgx.StrictNamedArgs{"finding_id": findingID}).Scan(&resolution, &by)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("resolve finding %d: %w", findingID, payrecon.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("resolve finding %d: %w", findingID, err)
-		}
-		return fmt.Errorf("resolve finding %d: %w (%s by %s)", findingID, ErrAlreadyResolved, resolution, by)
-	}
-	if err != nil {
-		return fmt.Errorf("resolve finding %d: %w", findingID, err)
-	}
-	return nil
 }
 
 // Record appends an entry to the audit trail (its At is the clock's now).

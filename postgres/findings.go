@@ -175,28 +175,47 @@ func (r *Findings) Get(ctx context.Context, id int64) (Finding, error) {
 // ErrAlreadyResolved is returned when resolving a resolved finding.
 var ErrAlreadyResolved = errors.New("finding is already resolved")
 
-// Resolve closes a finding by hand, recording who and why.
-func (r *Findings) Resolve(ctx context.Context, id int64, by, note string) (Finding, error) {
-	if strings.TrimSpace(note) == "" {
+// Resolve is a resolution by hand: who, why, and whether the console's
+// audit trail records it.
+type Resolve struct {
+	ID   int64
+	By   string
+	Note string
+	// Audit records the action in console_audit (action ConsoleActionResolve)
+	// in the same statement that closes the finding.
+	Audit bool
+}
+
+// Resolve closes an open finding by hand, recording who and why (and, with
+// res.Audit, the audit entry), in one statement. A finding that does not
+// exist is payrecon.ErrNotFound; one already resolved ErrAlreadyResolved.
+func (r *Findings) Resolve(ctx context.Context, res Resolve) (Finding, error) {
+	if strings.TrimSpace(res.Note) == "" {
 		return Finding{}, errors.New("resolving a finding needs a note saying why")
 	}
-	if strings.TrimSpace(by) == "" {
+	if strings.TrimSpace(res.By) == "" {
 		return Finding{}, errors.New("resolving a finding needs to say who resolves it")
 	}
-	tag, err := r.pool.Exec(ctx, queries.Get("resolve_finding"), pgx.StrictNamedArgs{
-		"id": id, "now": r.clock.Now(), "resolution": string(payrecon.ResolvedOperator), "by": by, "note": note,
-	})
+	var id int64
+	err := r.pool.QueryRow(ctx, queries.Get("resolve_finding"), pgx.StrictNamedArgs{
+		"id": res.ID, "now": r.clock.Now(), "resolution": string(payrecon.ResolvedOperator), "by": res.By, "note": res.Note,
+		"audit": res.Audit, "action": ConsoleActionResolve, "outcome": "resolved",
+	}).Scan(&id)
+	resolved := true
+	if errors.Is(err, pgx.ErrNoRows) {
+		resolved, err = false, nil
+	}
 	if err != nil {
-		return Finding{}, fmt.Errorf("resolve finding %d: %w", id, err)
+		return Finding{}, fmt.Errorf("resolve finding %d: %w", res.ID, err)
 	}
-	f, err := r.Get(ctx, id)
+	got, err := r.Get(ctx, res.ID)
 	if err != nil {
-		return f, err
+		return got, err
 	}
-	if tag.RowsAffected() == 0 {
-		return f, fmt.Errorf("resolve finding %d: %w (%s by %s)", id, ErrAlreadyResolved, deref(f.Resolution), f.ResolvedBy)
+	if !resolved {
+		return got, fmt.Errorf("resolve finding %d: %w (%s by %s)", res.ID, ErrAlreadyResolved, deref(got.Resolution), got.ResolvedBy)
 	}
-	return f, nil
+	return got, nil
 }
 
 func deref(r *payrecon.Resolution) string {
