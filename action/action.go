@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payrecon/payrecon"
-	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/readmodel"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/sweep"
 )
@@ -75,7 +75,7 @@ type By struct {
 
 // Resolve closes an open finding by hand with a note; with by.Audit the
 // audit entry is written in the same statement.
-func (a *Actions) Resolve(ctx context.Context, findingID int64, by By, note string) (postgres.Finding, error) {
+func (a *Actions) Resolve(ctx context.Context, findingID int64, by By, note string) (payrecon.Finding, error) {
 	return a.findings.Resolve(ctx, postgres.Resolve{ID: findingID, By: by.Operator, Note: note, Audit: by.Audit})
 }
 
@@ -83,7 +83,7 @@ func (a *Actions) Resolve(ctx context.Context, findingID int64, by By, note stri
 type Rechecked struct {
 	// Finding is the finding after the recheck: resolved (healed or
 	// superseded) or still open.
-	Finding postgres.Finding
+	Finding payrecon.Finding
 	// NoLocalRow: the finding's PaymentIntent still has no payments row
 	// (missing_locally); only Stripe was asked, IntentStatus is its answer
 	// (payrecon.NotFound for a 404), and the finding stays open.
@@ -131,7 +131,7 @@ func (a *Actions) Recheck(ctx context.Context, findingID int64, by By) (Rechecke
 	if err != nil {
 		outcome = "failed: " + err.Error()
 	}
-	if rerr := a.audit.Record(ctx, console.AuditEntry{Operator: by.Operator, Action: postgres.ConsoleActionRecheck,
+	if rerr := a.audit.Record(ctx, readmodel.AuditEntry{Operator: by.Operator, Action: postgres.ConsoleActionRecheck,
 		FindingID: findingID, Outcome: outcome}); rerr != nil {
 		return r, errors.Join(err, rerr)
 	}
@@ -206,7 +206,7 @@ func (a *Actions) RetryDeadLetter(ctx context.Context, jobID int64, by By) (rela
 	if err != nil {
 		outcome = "refused: " + err.Error()
 	}
-	rerr := a.audit.Record(ctx, console.AuditEntry{Operator: by.Operator, Action: postgres.ConsoleActionRetry,
+	rerr := a.audit.Record(ctx, readmodel.AuditEntry{Operator: by.Operator, Action: postgres.ConsoleActionRetry,
 		FindingID: findingID, JobID: jobID, Outcome: outcome})
 	return job, errors.Join(err, ferr, rerr)
 }
@@ -225,7 +225,7 @@ func (a *Actions) ApproveRepairs(ctx context.Context, ids []int64, all bool, by 
 	}
 	errs := []error{err}
 	record := func(s relay.Settled, outcome string) {
-		errs = append(errs, a.audit.Record(ctx, console.AuditEntry{Operator: by.Operator, Action: postgres.ConsoleActionApprove,
+		errs = append(errs, a.audit.Record(ctx, readmodel.AuditEntry{Operator: by.Operator, Action: postgres.ConsoleActionApprove,
 			FindingID: s.FindingID, JobID: s.JobID, Outcome: outcome}))
 	}
 	for _, s := range rep.Approved {

@@ -68,6 +68,14 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// The console reads through postgres; postgres imports only the read
+// models (package readmodel), never the console.
+var (
+	_ console.ReadModel    = (*postgres.ConsoleReader)(nil)
+	_ console.SampleStore  = (*postgres.ConsoleReader)(nil)
+	_ console.SessionStore = (*postgres.ConsoleSessions)(nil)
+)
+
 // newConsole builds the console on the service's parts: the read model on
 // the pool, the finding actions the CLI uses too (package action), Stripe's
 // health from the limiter and the metrics.

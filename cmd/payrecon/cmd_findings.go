@@ -88,7 +88,7 @@ func (c *findingsListCmd) Run(a *app) error {
 	}
 	if c.JSON {
 		if fs == nil {
-			fs = []postgres.Finding{}
+			fs = []payrecon.Finding{}
 		}
 		return a.printJSON(fs)
 	}
@@ -138,10 +138,10 @@ type findingsShowCmd struct {
 }
 
 type findingDetail struct {
-	Finding  postgres.Finding        `json:"finding"`
-	Payment  *postgres.PaymentDetail `json:"payment,omitempty"`
-	Repair   *relay.Delivery         `json:"repair,omitempty"`
-	Webhooks []postgres.IntentEvent  `json:"webhook_events"`
+	Finding  payrecon.Finding       `json:"finding"`
+	Payment  *payrecon.Payment      `json:"payment,omitempty"`
+	Repair   *relay.Delivery        `json:"repair,omitempty"`
+	Webhooks []postgres.IntentEvent `json:"webhook_events"`
 	// Transitions are the payment's, oldest first.
 	Transitions []payrecon.PaymentTransition `json:"transitions"`
 }
@@ -198,7 +198,7 @@ func (c *findingsShowCmd) Run(a *app) error {
 }
 
 // getFinding reads a finding, with a clear error when there is none.
-func getFinding(a *app, repo *postgres.Findings, id int64) (postgres.Finding, error) {
+func getFinding(a *app, repo *postgres.Findings, id int64) (payrecon.Finding, error) {
 	f, err := repo.Get(a.ctx, id)
 	if errors.Is(err, payrecon.ErrNotFound) {
 		return f, fmt.Errorf("no finding %d (see payrecon findings list)", id)

@@ -22,9 +22,9 @@ type paymentsShowCmd struct {
 
 // paymentHistory is what `payments show` prints.
 type paymentHistory struct {
-	Payment     postgres.PaymentDetail       `json:"payment"`
+	Payment     payrecon.Payment             `json:"payment"`
 	Transitions []payrecon.PaymentTransition `json:"transitions"`
-	Findings    []postgres.Finding           `json:"findings"`
+	Findings    []payrecon.Finding           `json:"findings"`
 	Repairs     []postgres.RepairCommand     `json:"repair_commands"`
 	Webhooks    []postgres.IntentEvent       `json:"webhook_events"`
 }
@@ -61,7 +61,7 @@ func (c *paymentsShowCmd) Run(a *app) error {
 			h.Transitions = []payrecon.PaymentTransition{}
 		}
 		if h.Findings == nil {
-			h.Findings = []postgres.Finding{}
+			h.Findings = []payrecon.Finding{}
 		}
 		if h.Repairs == nil {
 			h.Repairs = []postgres.RepairCommand{}
