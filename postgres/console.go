@@ -51,6 +51,10 @@ type ConsoleConfig struct {
 	// overview counts its backlog and dead letters (none while no such job
 	// exists).
 	NotifyKind string
+	// Accounts, on a platform (Connect), is the base sweep job of its
+	// accounts: the overview's lag is then its worst account's, as status
+	// and the metrics say (Monitor.Figures).
+	Accounts string
 	// Clock stamps audit entries and resolutions; default the system clock.
 	Clock payrecon.Clock
 }
@@ -80,8 +84,8 @@ func (c *ConsoleReader) readOnly(ctx context.Context, fn func(pgx.Tx) error) err
 // Overview implements console.ReadModel: the monitor's status figures, then
 // the console's own in one read-only transaction.
 func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (readmodel.Overview, error) {
-	st, err := c.monitor.Status(ctx, now, false, c.cfg.RepairKind)
-	if err != nil {
+	st, _, err := c.monitor.Figures(ctx, now, false, c.cfg.RepairKind, c.cfg.Accounts)
+	if err != nil && !errors.Is(err, ErrAccountsFigures) {
 		return readmodel.Overview{}, err
 	}
 	ov := readmodel.Overview{Now: now, Lag: st.Lag, LagKnown: st.LagKnown, Rows: st.Rows, RowsExact: st.RowsExact, NewRowsPerHour: st.NewRowsPerHour,
@@ -450,14 +454,14 @@ func (c *ConsoleReader) Audit(ctx context.Context, limit int) ([]readmodel.Audit
 
 // RecordSample implements console.SampleStore.
 func (c *ConsoleReader) RecordSample(ctx context.Context, minute, now time.Time) (bool, error) {
-	oldest, ok, err := oldestVerified(ctx, c.pool)
+	l, ok, err := c.monitor.Lag(ctx, now)
 	if err != nil {
 		return false, fmt.Errorf("record console sample: %w", err)
 	}
 	var lag *float64
 	if ok {
-		l := max(now.Sub(oldest), 0).Seconds()
-		lag = &l
+		secs := l.Seconds()
+		lag = &secs
 	}
 	tag, err := c.pool.Exec(ctx, consoleQuery("console_record_sample"), pgx.StrictNamedArgs{"minute": minute,
 		"lag_seconds": lag, "repair_kind": c.cfg.RepairKind, "dead_states": riverDeadStates})

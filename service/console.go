@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // AdminAddrDefault is the admin listener's default address: loopback only.
@@ -80,7 +82,11 @@ var (
 // the pool, the finding actions the CLI uses too (package action), Stripe's
 // health from the limiter and the metrics.
 func (s *Service) newConsole(pool *pgxpool.Pool, actions *action.Actions) (*console.Console, *console.Sampler, error) {
-	reader := postgres.NewConsoleReader(pool, postgres.ConsoleConfig{RepairKind: relay.Kind, NotifyKind: NotifyKind, Clock: s.cfg.Clock})
+	rc := postgres.ConsoleConfig{RepairKind: relay.Kind, NotifyKind: NotifyKind, Clock: s.cfg.Clock}
+	if s.cfg.Accounts.Found {
+		rc.Accounts = cmp.Or(s.cfg.Sweep.Job, sweep.DefaultJob)
+	}
+	reader := postgres.NewConsoleReader(pool, rc)
 	cc := s.cfg.Console
 	cc.Password = s.cfg.ConsolePassword
 	cc.Read = reader
