@@ -129,6 +129,7 @@ func (c *classifyCmd) Run(a *app) error {
 		return a.printJSON(payrecon.DecisionTable())
 	}
 	fmt.Fprint(a.stdout, payrecon.FormatDecisionTable())
+	fmt.Fprint(a.stdout, "\n", payrecon.FormatSessionTable())
 	fmt.Fprint(a.stdout, "\n", payrecon.FormatMoneyTable())
 	fmt.Fprint(a.stdout, "\n", payrecon.FormatSettlementTable())
 	return nil
