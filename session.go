@@ -31,6 +31,23 @@ const (
 // SessionPaymentStatuses lists the documented payment_status values.
 var SessionPaymentStatuses = []string{SessionPaid, SessionUnpaid, SessionNoPaymentRequired}
 
+// The Checkout Session event types payrecon applies through the canonical
+// writer, matched by session id.
+const (
+	EventCheckoutSessionCompleted             = "checkout.session.completed"
+	EventCheckoutSessionAsyncPaymentSucceeded = "checkout.session.async_payment_succeeded"
+	EventCheckoutSessionAsyncPaymentFailed    = "checkout.session.async_payment_failed"
+	EventCheckoutSessionExpired               = "checkout.session.expired"
+)
+
+// SessionEventTypes lists them, in the order of a session's life.
+var SessionEventTypes = []string{
+	EventCheckoutSessionCompleted,
+	EventCheckoutSessionAsyncPaymentSucceeded,
+	EventCheckoutSessionAsyncPaymentFailed,
+	EventCheckoutSessionExpired,
+}
+
 // ObservedSessionOpen is what the sweep records as a session row's observed
 // status (payments.observed_external_status) while its Checkout Session is
 // open: a pseudo status like NotFound, never a PaymentIntent's.
