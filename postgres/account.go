@@ -100,8 +100,8 @@ func accountSQL(q string, a AccountColumn) string {
 	})
 }
 
-// storeReads are the queries a store rewrites for its money and account
-// columns.
+// storeReads are the queries a store rewrites for its money, account and
+// session columns.
 var storeReads = []string{"read_batch", "read_recent_batch", "read_rechecks", "sweep_row", "count_created_between", "commit_checks", "rows_ahead"}
 
 // ForAccount returns a store on the same pool (with the same EnqueueFunc and
@@ -129,6 +129,9 @@ func (s *Store) rebuild() {
 		}
 		if s.accounts != nil {
 			q = accountSQL(q, *s.accounts)
+		}
+		if s.sessions != nil {
+			q = sessionSQL(q, *s.sessions)
 		}
 		s.reads[name] = q
 	}

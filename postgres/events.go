@@ -54,6 +54,9 @@ type Events struct {
 	// account its payment's row records (Connect): one from another
 	// account is never applied and opens account_mismatch.
 	Accounts AccountColumn
+	// Sessions, when found, makes the checkout.session.* events apply to
+	// the row that records their session (matched by session id).
+	Sessions SessionColumn
 }
 
 // PayoutFunc queues the read of a payout that an event named, inside the

@@ -145,6 +145,10 @@ func (c *runCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
+	sessions, err := a.sessionColumn(pool, c.sessionColumnFlag)
+	if err != nil {
+		return err
+	}
 	minCycles, err := a.readAllocation(pool, accounts, cfg, c.ReadShare)
 	if err != nil {
 		return err
@@ -173,6 +177,7 @@ func (c *runCmd) Run(a *app) error {
 		Sweep:           cfg,
 		MoneyColumns:    cols,
 		Accounts:        accounts,
+		Sessions:        sessions,
 		PlatformRPS:     platformRPS,
 		MinCycles:       minCycles,
 		Events:          catchup.Config{Interval: c.EventsInterval},
