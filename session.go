@@ -48,6 +48,41 @@ var SessionEventTypes = []string{
 	EventCheckoutSessionExpired,
 }
 
+// SessionID is the Checkout Session a checkout.session.* event is about
+// ("" for any other event).
+func (e Event) SessionID() string {
+	if e.Object.Object == "checkout.session" {
+		return e.Object.ID
+	}
+	return ""
+}
+
+// CommandForSessionEvent maps a checkout.session.* event onto the command
+// the canonical writer applies to its session's row: completed with the
+// money taken (payment_status paid, or no payment required) and
+// async_payment_succeeded move a pending row to paid, async_payment_failed
+// and expired to failed. A completion whose asynchronous payment is still
+// processing (unpaid) maps onto nothing: its outcome arrives later. ok is
+// false for every other event.
+func CommandForSessionEvent(ev Event) (Command, bool) {
+	if ev.SessionID() == "" {
+		return "", false
+	}
+	switch ev.Type {
+	case EventCheckoutSessionCompleted:
+		if ev.Object.PaymentStatus == SessionPaid || ev.Object.PaymentStatus == SessionNoPaymentRequired {
+			return ApplyPaymentSucceeded, true
+		}
+	case EventCheckoutSessionAsyncPaymentSucceeded:
+		return ApplyPaymentSucceeded, true
+	case EventCheckoutSessionAsyncPaymentFailed:
+		return ApplyPaymentFailed, true
+	case EventCheckoutSessionExpired:
+		return ApplyPaymentCanceled, true
+	}
+	return "", false
+}
+
 // ObservedSessionOpen is what the sweep records as a session row's observed
 // status (payments.observed_external_status) while its Checkout Session is
 // open: a pseudo status like NotFound, never a PaymentIntent's.
