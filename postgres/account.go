@@ -226,19 +226,27 @@ func (e *Events) checkEventAccount(ctx context.Context, tx pgx.Tx, ev payrecon.E
 	if err != nil || !found || account == ev.Account {
 		return false, err
 	}
+	return true, e.accountMismatch(ctx, tx, ev, id, status, account, ev.IntentID(), now, res)
+}
+
+// accountMismatch records that ev came from another account than the one
+// payment id's row records: outcome account_mismatch, and an
+// account_mismatch finding (needs_review) unless that kind is ignored.
+// intentID is the PaymentIntent the row records ("" for a session row).
+func (e *Events) accountMismatch(ctx context.Context, tx pgx.Tx, ev payrecon.Event, id int64, status, account, intentID string, now time.Time, res *payrecon.EventResult) error {
 	res.PaymentID, res.Outcome = id, payrecon.OutcomeAccountMismatch
 	if e.Ignore[payrecon.KindAccountMismatch] {
-		return true, nil
+		return nil
 	}
 	reason := fmt.Sprintf("event %s (%s) came from %s, but the payment's row records %s: not applied",
 		ev.ID, ev.Type, accountName(ev.Account), accountName(account))
 	rows, err := tx.Query(ctx, queries.Get("open_drifts"), pgx.StrictNamedArgs{
-		"payment_id": id, "intent_id": ev.IntentID(), "local_status": status,
+		"payment_id": id, "intent_id": intentID, "local_status": status,
 		"drifts":  []payrecon.Drift{{Kind: payrecon.KindAccountMismatch, Reason: reason}},
 		"verdict": string(payrecon.NeedsReview), "job": "webhook", "details": nil, "now": now,
 	})
 	if err != nil {
-		return true, fmt.Errorf("open account_mismatch for event %s: %w", ev.ID, err)
+		return fmt.Errorf("open account_mismatch for event %s: %w", ev.ID, err)
 	}
 	var (
 		fid  int64
@@ -248,9 +256,9 @@ func (e *Events) checkEventAccount(ctx context.Context, tx pgx.Tx, ev payrecon.E
 		res.FindingID = fid
 		return nil
 	}); err != nil {
-		return true, fmt.Errorf("open account_mismatch for event %s: %w", ev.ID, err)
+		return fmt.Errorf("open account_mismatch for event %s: %w", ev.ID, err)
 	}
-	return true, nil
+	return nil
 }
 
 // accountName is an account as findings name it: "the platform" for "".

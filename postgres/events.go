@@ -363,9 +363,12 @@ func (e *Events) applySession(ctx context.Context, tx pgx.Tx, ev payrecon.Event,
 		res.Outcome = payrecon.OutcomeIgnored // an asynchronous payment still processing
 		return nil
 	}
-	id, status, found, err := e.paymentOfSession(ctx, tx, ev.SessionID())
+	id, status, account, found, err := e.paymentOfSession(ctx, tx, ev.SessionID())
 	if err != nil {
 		return err
+	}
+	if found && e.Accounts.Found && account != ev.Account {
+		return e.accountMismatch(ctx, tx, ev, id, status, account, "", now, res)
 	}
 	ref, intentID := PaymentRef{ID: id}, ""
 	find := func() (int64, string, bool, error) { return id, status, found, nil }
@@ -402,16 +405,17 @@ func (e *Events) applySession(ctx context.Context, tx pgx.Tx, ev payrecon.Event,
 // paymentOfSession reads the session row of a Checkout Session and its
 // status, without locking it; found is false when there is none (or no
 // session column).
-func (e *Events) paymentOfSession(ctx context.Context, tx pgx.Tx, sessionID string) (id int64, status string, found bool, err error) {
+func (e *Events) paymentOfSession(ctx context.Context, tx pgx.Tx, sessionID string) (id int64, status, account string, found bool, err error) {
 	if !e.Sessions.Found {
-		return 0, "", false, nil
+		return 0, "", "", false, nil
 	}
-	err = tx.QueryRow(ctx, sessionSQL(queries.Get("payment_status_by_session"), e.Sessions), pgx.StrictNamedArgs{"session_id": sessionID}).Scan(&id, &status)
+	err = tx.QueryRow(ctx, accountSQL(sessionSQL(queries.Get("payment_status_by_session"), e.Sessions), e.Accounts),
+		pgx.StrictNamedArgs{"session_id": sessionID}).Scan(&id, &status, &account)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, "", false, nil
+		return 0, "", "", false, nil
 	}
 	if err != nil {
-		return 0, "", false, fmt.Errorf("read the payment of checkout session %s: %w", sessionID, err)
+		return 0, "", "", false, fmt.Errorf("read the payment of checkout session %s: %w", sessionID, err)
 	}
-	return id, status, true, nil
+	return id, status, account, true, nil
 }

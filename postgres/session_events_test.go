@@ -279,3 +279,53 @@ func applyRepairs(t *testing.T, pool *pgxpool.Pool) {
 		}
 	}
 }
+
+// Connect: a checkout.session.* event from another account than the one
+// the session row records is never applied and opens account_mismatch;
+// from the row's own account it is applied.
+func TestSessionEventFromAnotherAccount(t *testing.T) {
+	t.Parallel()
+	b := setupSessionEvents(t)
+	pgtest.Exec(t, b.pool, "ALTER TABLE payments ADD COLUMN stripe_account_id text")
+	ac, err := postgres.DetectAccountColumn(context.Background(), b.pool, postgres.AccountColumnDefault)
+	if err != nil || !ac.Found {
+		t.Fatalf("account column: %+v %v", ac, err)
+	}
+	b.events.Accounts = ac
+	at := time.Now().Add(-time.Hour).Truncate(time.Second)
+	row := func(session, account string) int64 {
+		if _, err := b.sim.CreateSession(stripesim.Session{ID: session, Account: "acct_A", Created: at}); err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		if err := b.pool.QueryRow(context.Background(), `INSERT INTO payments (order_id, stripe_checkout_session_id, stripe_account_id, status, created_at, updated_at)
+			VALUES ('order_' || $1, $1, $2, 'pending', $3, $3) RETURNING id`, session, account, at).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	theirs, ours := row("cs_test_theirs", "acct_B"), row("cs_test_ours", "acct_A")
+	for _, cs := range []string{"cs_test_theirs", "cs_test_ours"} {
+		ev, _, err := b.sim.CompleteSession(cs, stripesim.Intent{}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := b.deliver(t, b.events, ev)
+		want := string(payrecon.Applied)
+		if cs == "cs_test_theirs" {
+			want = payrecon.OutcomeAccountMismatch
+		}
+		if res.Outcome != want {
+			t.Errorf("%s: %+v, want %s", cs, res, want)
+		}
+	}
+	if got, n := b.status(t, theirs); got != "pending" || n != 0 {
+		t.Errorf("the other account's event moved the row: %s, %d transitions", got, n)
+	}
+	if got, _ := b.status(t, ours); got != "paid" {
+		t.Errorf("the row's own account's event: %s", got)
+	}
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'account_mismatch' AND payment_id = $1", theirs); n != 1 {
+		t.Errorf("%d account_mismatch findings", n)
+	}
+}

@@ -205,3 +205,41 @@ func sessionSnapshot(t *testing.T, b *simBundle) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Connect: a connected account's session row is read with that account's
+// Stripe-Account (its job's gateway), in both modes, and never as another
+// account.
+func TestSessionRowOfAConnectedAccount(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []sweep.Mode{sweep.ModeRetrieve, sweep.ModeList} {
+		b := setupSim(t, nil, nil, stripesim.Faults{})
+		pgtest.Exec(t, b.pool, "ALTER TABLE payments ADD COLUMN stripe_checkout_session_id text, ADD COLUMN stripe_account_id text")
+		pgtest.Exec(t, b.pool, "ALTER TABLE payments ALTER COLUMN stripe_payment_intent_id DROP NOT NULL")
+		at := time.Now().Add(-time.Hour).Truncate(time.Second)
+		for i := range 3 {
+			cs := fmt.Sprintf("cs_acct_%d", i)
+			if _, err := b.sim.CreateSession(stripesim.Session{ID: cs, Account: "acct_A", Created: at.Add(time.Duration(i) * time.Second)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := b.sim.CompleteSession(cs, stripesim.Intent{}, false); err != nil {
+				t.Fatal(err)
+			}
+			pgtest.Exec(t, b.pool, `INSERT INTO payments (order_id, stripe_checkout_session_id, stripe_account_id, status, created_at, updated_at)
+				VALUES ('order_' || $1::text, $1, 'acct_A', 'pending', $2, $2)`, cs, at.Add(time.Duration(i)*time.Second))
+		}
+		sc, _ := postgres.DetectSessionColumn(context.Background(), b.pool, postgres.SessionColumnDefault)
+		ac, _ := postgres.DetectAccountColumn(context.Background(), b.pool, postgres.AccountColumnDefault)
+		store := b.store.WithSessionColumn(sc).ForAccount(ac, "acct_A")
+		s := sweep.New(store, b.gw.ForAccount("acct_A", nil), sweep.Config{Job: payrecon.AccountJob(sweep.DefaultJob, "acct_A"), Mode: mode,
+			SleepFunc: func(ctx context.Context, d time.Duration) error { return ctx.Err() }})
+		if _, err := s.RunCycle(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+		if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missed_success'"); n != 3 {
+			t.Errorf("%s: %d missed_success findings, want 3", mode, n)
+		}
+		if w := b.sim.Stats().WrongAccount; w != 0 {
+			t.Errorf("%s: %d reads as the wrong account", mode, w)
+		}
+	}
+}
