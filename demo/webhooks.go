@@ -157,7 +157,10 @@ type deliverer struct {
 	sim    *stripesim.Server
 	url    string
 	secret string
-	client *http.Client
+	// connectSecret, when set, signs the connected accounts' events, as
+	// Stripe's Connect endpoint does with its own secret.
+	connectSecret string
+	client        *http.Client
 }
 
 // deliver sends every intent's deliveries, intents concurrently (workers at
@@ -199,7 +202,19 @@ func (d *deliverer) post(ctx context.Context, eventID string) (string, error) {
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
-	req.Header.Set("Stripe-Signature", stripesim.SignatureHeader(payload, d.secret, time.Now()))
+	secret := d.secret
+	if d.connectSecret != "" {
+		var ev struct {
+			Account string `json:"account"`
+		}
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return "", fmt.Errorf("decode event %s: %w", eventID, err)
+		}
+		if ev.Account != "" {
+			secret = d.connectSecret
+		}
+	}
+	req.Header.Set("Stripe-Signature", stripesim.SignatureHeader(payload, secret, time.Now()))
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("post: %w", err)
