@@ -23,6 +23,8 @@ type page struct {
 	Flash    string
 	Now      time.Time
 	Data     any
+	// Connect: payments has the account column (the Accounts pages).
+	Connect bool
 }
 
 // page wraps a handler that fills a page: it needs a session, and the
@@ -30,7 +32,7 @@ type page struct {
 func (c *Console) page(h func(http.ResponseWriter, *http.Request, *page) (string, int, error)) http.Handler {
 	return c.requireSession(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := sessionFrom(r.Context())
-		p := &page{Operator: s.Operator, CSRF: c.auth.csrfToken(s), Open: c.auth.open, Now: c.clock.Now()}
+		p := &page{Operator: s.Operator, CSRF: c.auth.csrfToken(s), Open: c.auth.open, Now: c.clock.Now(), Connect: c.cfg.Accounts != nil}
 		if fc, err := r.Cookie(flashCookie); err == nil {
 			p.Flash = c.auth.readFlash(fc.Value)
 			c.auth.setCookie(w, r, flashCookie, "", -1)
@@ -95,6 +97,8 @@ type overviewData struct {
 	Overview
 	Stripe              *StripeHealth
 	LagChart, OpenChart chart
+	// Accounts is a platform's accounts (nil without the account column).
+	Accounts *AccountsSummary
 }
 
 func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request, p *page) (string, int, error) {
@@ -113,6 +117,13 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request, p *page
 		d.Stripe = &h
 	}
 	d.LagChart, d.OpenChart = historyCharts(hist, now)
+	if c.cfg.Accounts != nil {
+		as, err := c.cfg.Accounts.Summary(r.Context(), now)
+		if err != nil {
+			return "", 0, err
+		}
+		d.Accounts = &as
+	}
 	p.Title, p.Nav, p.Data = "Overview", "overview", d
 	return "overview", http.StatusOK, nil
 }

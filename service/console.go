@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,6 +83,9 @@ func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*conso
 		cc.Payouts = postgres.NewPayouts(pool)
 	}
 	cc.Sessions = postgres.NewConsoleSessions(pool)
+	if s.cfg.Accounts.Found { // a platform on Connect: the Accounts pages
+		cc.Accounts = postgres.NewConsoleAccounts(pool, s.cfg.Accounts, cmp.Or(s.cfg.Sweep.Job, sweep.DefaultJob))
+	}
 	cc.Actions = &consoleActions{
 		audit:    postgres.NewConsoleAudit(pool, s.cfg.Clock),
 		findings: postgres.NewFindings(pool, s.cfg.Clock),
