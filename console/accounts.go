@@ -135,6 +135,15 @@ func parseAccount(s string) (string, bool) {
 	return s, payrecon.ValidAccountID(s)
 }
 
+// checkAccountFilter refuses the findings list's account filter on a
+// console of one account.
+func (c *Console) checkAccountFilter(f filter) error {
+	if f.Query.Account != nil && c.cfg.Accounts == nil {
+		return badRequest("account %s: payments has no account column (--account-column)", payrecon.Quote(f.Account, 40))
+	}
+	return nil
+}
+
 // accountsData is the Accounts page.
 type accountsData struct {
 	Off      bool

@@ -147,7 +147,27 @@ func TestAccountsPages(t *testing.T) {
 		!strings.Contains(r.body, "(4 rows)") {
 		t.Errorf("the platform's own account page %d:\n%s", r.status, r.body)
 	}
+	// The findings list filtered by account, and its CSV: the account's
+	// payments' findings only.
+	r = get(t, admin+"/console/findings?account=acct_1ConsoleA")
+	if r.status != http.StatusOK || !strings.Contains(r.body, "pi_ConsoleA_review_0") || !strings.Contains(r.body, "pi_ConsoleA_review_1") ||
+		!strings.Contains(r.body, `name="account" value="acct_1ConsoleA"`) || !strings.Contains(r.body, "account=acct_1ConsoleA") {
+		t.Errorf("findings of acct_1ConsoleA %d:\n%s", r.status, r.body)
+	}
+	for _, other := range []string{"acct_1ConsoleB", "platform"} {
+		if r := get(t, admin+"/console/findings?account="+other); r.status != http.StatusOK || !strings.Contains(r.body, "No findings match") {
+			t.Errorf("findings of %s %d:\n%s", other, r.status, r.body)
+		}
+	}
+	csvA := get(t, admin+"/console/findings.csv?account=acct_1ConsoleA")
+	csvB := get(t, admin+"/console/findings.csv?account=acct_1ConsoleB")
+	if n, m := strings.Count(csvA.body, "\n"), strings.Count(csvB.body, "\n"); csvA.status != http.StatusOK || n != 3 || m != 1 {
+		t.Errorf("CSV of acct_1ConsoleA %d: %d lines; of acct_1ConsoleB: %d lines", csvA.status, n, m)
+	}
+
 	for path, want := range map[string]int{
+		"/console/findings?account=acct_":           http.StatusBadRequest,
+		"/console/findings.csv?account=x":           http.StatusBadRequest,
 		"/console/accounts/acct_1Nobody":            http.StatusNotFound,
 		"/console/accounts/not-an-account":          http.StatusNotFound,
 		"/console/accounts?after=drop%20table":      http.StatusBadRequest,

@@ -158,6 +158,9 @@ type filter struct {
 	After    string
 	Query    FindingQuery
 	AgeLabel string
+	// Account is the account filter as the URL names it (acct_…, or
+	// platform): Connect only.
+	Account string
 }
 
 // values is the filter as query parameters (without the cursor).
@@ -173,6 +176,9 @@ func (f filter) values() url.Values {
 	if f.Age != "" {
 		v.Set("age", f.Age)
 	}
+	if f.Account != "" {
+		v.Set("account", f.Account)
+	}
 	return v
 }
 
@@ -186,9 +192,10 @@ func (f filter) HasKind(k payrecon.Kind) bool {
 	return false
 }
 
-// parseFilter reads kind (repeatable), verdict, state, age and after.
+// parseFilter reads kind (repeatable), verdict, state, age, account and
+// after.
 func parseFilter(q url.Values, now time.Time, limit int) (filter, error) {
-	f := filter{Verdict: q.Get("verdict"), State: q.Get("state"), Age: q.Get("age"), After: q.Get("after")}
+	f := filter{Verdict: q.Get("verdict"), State: q.Get("state"), Age: q.Get("age"), After: q.Get("after"), Account: q.Get("account")}
 	if f.State == "" {
 		f.State = "open"
 	}
@@ -230,6 +237,13 @@ func parseFilter(q url.Values, now time.Time, limit int) (filter, error) {
 	}
 	if !found {
 		return f, badRequest("age %q is not one of the choices", f.Age)
+	}
+	if f.Account != "" {
+		acct, ok := parseAccount(f.Account)
+		if !ok {
+			return f, badRequest("account %s: want acct_… or platform", payrecon.Quote(f.Account, 40))
+		}
+		f.Query.Account = &acct
 	}
 	if f.After != "" {
 		cur, err := parseCursor(f.After)
@@ -288,6 +302,9 @@ type findingsData struct {
 
 func (c *Console) handleFindings(w http.ResponseWriter, r *http.Request, p *page) (string, int, error) {
 	f, err := parseFilter(r.URL.Query(), c.clock.Now(), PageSizeDefault)
+	if err == nil {
+		err = c.checkAccountFilter(f)
+	}
 	if err != nil {
 		return "", 0, err
 	}

@@ -57,6 +57,9 @@ func TestPagesShowTheDatabase(t *testing.T) {
 	if r := get(t, b.admin+"/console/accounts", c); r.status != http.StatusOK || !strings.Contains(r.body, "payments has no account column") {
 		t.Errorf("the Accounts page of one account = %d\n%s", r.status, r.body)
 	}
+	if r := get(t, b.admin+"/console/findings?account=platform", c); r.status != http.StatusBadRequest {
+		t.Errorf("the findings of an account, with one account = %d, want 400", r.status)
+	}
 	if r := get(t, b.admin+"/console/accounts/platform", c); r.status != http.StatusNotFound {
 		t.Errorf("an account page of one account = %d, want 404", r.status)
 	}

@@ -75,7 +75,7 @@ func isLoopback(host string) bool {
 // resolve, findings recheck, relay --retry), Stripe's health from the
 // limiter and the metrics.
 func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*console.Console, *console.Sampler, error) {
-	reader := postgres.NewConsoleReader(pool, postgres.ConsoleConfig{RepairKind: relay.Kind, NotifyKind: NotifyKind, Clock: s.cfg.Clock})
+	reader := postgres.NewConsoleReader(pool, postgres.ConsoleConfig{RepairKind: relay.Kind, NotifyKind: NotifyKind, Clock: s.cfg.Clock, Accounts: s.cfg.Accounts})
 	cc := s.cfg.Console
 	cc.Password = s.cfg.ConsolePassword
 	cc.Read = reader
