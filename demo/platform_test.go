@@ -33,9 +33,12 @@ func TestPlanSpreadsDriftOverEveryAccount(t *testing.T) {
 			}
 			seen[a] = true
 		}
-		rows, drift := make([]int, c.k+1), make([]int, c.k+1)
+		rows, drift, wrong := make([]int, c.k+1), make([]int, c.k+1), make([]int, c.k+1)
 		for i, r := range p.rows {
 			rows[r.account]++
+			if r.role == roleWrongAccount {
+				wrong[r.account]++
+			}
 			if r.kind() != "" {
 				drift[r.account]++
 			}
@@ -44,8 +47,8 @@ func TestPlanSpreadsDriftOverEveryAccount(t *testing.T) {
 			}
 		}
 		for a := range p.accounts {
-			if rows[a] < c.n/(c.k+1)-int(numRoles) || drift[a] == 0 { // each role leaves at most one row over
-				t.Errorf("n=%d k=%d: account %d has %d rows, %d with drift", c.n, c.k, a, rows[a], drift[a])
+			if rows[a] < c.n/(c.k+1)-int(numRoles) || drift[a] == 0 || wrong[a] != 1 { // each role leaves at most one row over
+				t.Errorf("n=%d k=%d: account %d has %d rows, %d with drift, %d webhooks from another account", c.n, c.k, a, rows[a], drift[a], wrong[a])
 			}
 		}
 		for _, k := range []payrecon.Kind{payrecon.KindSettledNotPaidLocally, payrecon.KindSettledAmountMismatch, payrecon.KindPaidNotSettled} {

@@ -35,6 +35,10 @@ const (
 	rolePartiallyRefunded // partly refunded in the Dashboard; its webhook dropped (the sweep finds it)
 	roleDisputed          // disputed by the cardholder; the charge.dispute.created webhook delivered
 	roleStuck             // authorised, never captured: first observed in requires_capture 150 h ago
+	// Connect (Config.Accounts) only: pending, the intent awaits payment,
+	// and a payment_intent.succeeded for it arrives from another account
+	// (account_mismatch): it must not be applied.
+	roleWrongAccount
 	numRoles
 )
 
@@ -79,6 +83,7 @@ func roleSpecs() [numRoles]roleSpec {
 		rolePartiallyRefunded: {"partly refunded, webhook dropped", 0.002, 2, payrecon.KindPartiallyRefunded, paid, 1, paid},
 		roleDisputed:          {"disputed", 0.002, 2, payrecon.KindDisputed, paid, 1, paid},
 		roleStuck:             {"stuck in requires_capture", 0.002, 2, payrecon.KindStuckInFlight, pending, 0, pending},
+		roleWrongAccount:      {"webhook from another account", 0, 0, payrecon.KindAccountMismatch, pending, 0, pending}, // made by spread
 	}
 }
 
@@ -418,11 +423,32 @@ func (p *plan) spread(k int, seed uint64) error {
 			p.accounts = append(p.accounts, id)
 		}
 	}
+	// One untouched row per account (never a live one) gets a webhook from
+	// another account.
+	live := make(map[int]bool, len(p.live))
+	for _, i := range p.live {
+		live[i] = true
+	}
+	var spare []int
+	for i, r := range p.rows {
+		if r.role == roleUntouched && !live[i] {
+			spare = append(spare, i)
+		}
+	}
+	if len(spare) < 2*(k+1) {
+		return fmt.Errorf("%d payments leave too few untouched rows for %d connected accounts", len(p.rows), k)
+	}
+	for j := range k + 1 {
+		p.rows[spare[j*len(spare)/(k+1)]].role = roleWrongAccount
+	}
+	p.counts[roleUntouched] -= k + 1
+	p.counts[roleWrongAccount] = k + 1
+
 	var next [numRoles]int
 	for i := range p.rows {
 		r := p.rows[i].role
 		offset := int(r)
-		if r == roleAmountMismatch || r == roleFailedThenPaid {
+		if r == roleAmountMismatch || r == roleFailedThenPaid || r == roleWrongAccount {
 			offset = 0 // their first row is the platform's: its payouts show their settlement drift
 		}
 		p.rows[i].account = (next[r] + offset) % (k + 1)

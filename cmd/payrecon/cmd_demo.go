@@ -163,6 +163,9 @@ func printDemo(a *app, r demo.Report) {
 	wh := r.Webhooks
 	fmt.Fprintf(w, "webhooks before the sweep: %d events, %d deliveries answered 200; %d dropped, %d duplicated, %d intents reordered\n",
 		wh.Events, wh.Delivered, wh.Dropped, wh.Duplicated, wh.Reordered)
+	if wh.WrongAccount > 0 {
+		fmt.Fprintf(w, "  %d delivered as if from another account than their payment's (one per account: account_mismatch, never applied)\n", wh.WrongAccount)
+	}
 	fmt.Fprintf(w, "  webhook handler outcomes: %s\n", formatCounts(wh.Outcomes))
 	if r.GraceOff {
 		fmt.Fprintln(w, "grace window off: every webhook had landed before the sweep started, so no row is in flight")

@@ -278,6 +278,13 @@ func TestDemoBinaryAccounts(t *testing.T) {
 		t.Errorf("accounts add up to %d rows (sweep %d), %d/%d/%d injected/detected/repaired; the kinds to %d/%d/%d",
 			rows, rep.Sweep.Rows, injected, detected, repaired, kindsInjected, kindsDetected, kindsRepaired)
 	}
+	// One webhook per account came from another account: never applied
+	// (the review rows untouched), each an account_mismatch.
+	for _, k := range rep.Kinds {
+		if k.Kind == string(payrecon.KindAccountMismatch) && (k.Injected != 4 || k.Detected != 4 || k.LeftForReview+k.Repaired > 4) {
+			t.Errorf("account_mismatch: %+v", k)
+		}
+	}
 	if rep.Events.Lost == 0 || rep.Events.CaughtUp != rep.Events.Lost {
 		t.Errorf("live events: %d of %d lost caught up", rep.Events.CaughtUp, rep.Events.Lost)
 	}
