@@ -51,12 +51,15 @@ type ConsoleConfig struct {
 	// overview counts its backlog and dead letters (none while no such job
 	// exists).
 	NotifyKind string
-	// Accounts, on a platform (Connect), is the base sweep job of its
+	// AccountsJob, on a platform (Connect), is the base sweep job of its
 	// accounts: the overview's lag is then its worst account's, as status
 	// and the metrics say (Monitor.Figures).
-	Accounts string
+	AccountsJob string
 	// Clock stamps audit entries and resolutions; default the system clock.
 	Clock payrecon.Clock
+	// Accounts is the account column (Connect): the findings list's
+	// account filter reads it.
+	Accounts AccountColumn
 }
 
 // ConsoleReader is the console's read model (console.ReadModel) and the
@@ -84,7 +87,7 @@ func (c *ConsoleReader) readOnly(ctx context.Context, fn func(pgx.Tx) error) err
 // Overview implements console.ReadModel: the monitor's status figures, then
 // the console's own in one read-only transaction.
 func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (readmodel.Overview, error) {
-	st, _, err := c.monitor.Figures(ctx, now, false, c.cfg.RepairKind, c.cfg.Accounts)
+	st, _, err := c.monitor.Figures(ctx, now, false, c.cfg.RepairKind, c.cfg.AccountsJob)
 	if err != nil && !errors.Is(err, ErrAccountsFigures) {
 		return readmodel.Overview{}, err
 	}
@@ -224,7 +227,7 @@ func findingArgs(q readmodel.FindingQuery) pgx.StrictNamedArgs {
 		limit = readmodel.PageSizeDefault
 	}
 	a := pgx.StrictNamedArgs{"state": state, "limit": limit + 1, "kinds": nil, "verdicts": nil,
-		"detected_after": nil, "detected_before": nil, "after_at": nil, "after_id": nil}
+		"detected_after": nil, "detected_before": nil, "after_at": nil, "after_id": nil, "account": q.Account}
 	if len(q.Kinds) > 0 {
 		ks := make([]string, len(q.Kinds))
 		for i, k := range q.Kinds {
@@ -261,7 +264,7 @@ func (c *ConsoleReader) Findings(ctx context.Context, q readmodel.FindingQuery) 
 	limit := args["limit"].(int) - 1
 	var out []payrecon.Finding
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, consoleQuery("console_findings"), args)
+		rows, err := tx.Query(ctx, accountSQL(consoleQuery("console_findings"), c.cfg.Accounts), args)
 		if err != nil {
 			return err
 		}

@@ -212,7 +212,7 @@ func (s *Store) SweepRow(ctx context.Context, id int64) (payrecon.PaymentRow, er
 		currency *string
 	)
 	err := s.pool.QueryRow(ctx, s.read("sweep_row"), pgx.StrictNamedArgs{"id": id}).
-		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency, &r.Account)
+		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency, &r.Account, &r.SessionID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("payment %d: %w", id, payrecon.ErrNotFound)
 	}

@@ -73,18 +73,19 @@ func isLoopback(host string) bool {
 // The console reads through postgres; postgres imports only the read
 // models (package readmodel), never the console.
 var (
-	_ console.ReadModel    = (*postgres.ConsoleReader)(nil)
-	_ console.SampleStore  = (*postgres.ConsoleReader)(nil)
-	_ console.SessionStore = (*postgres.ConsoleSessions)(nil)
+	_ console.ReadModel      = (*postgres.ConsoleReader)(nil)
+	_ console.SampleStore    = (*postgres.ConsoleReader)(nil)
+	_ console.SessionStore   = (*postgres.ConsoleSessions)(nil)
+	_ console.AccountsReader = (*postgres.ConsoleAccounts)(nil)
 )
 
 // newConsole builds the console on the service's parts: the read model on
 // the pool, the finding actions the CLI uses too (package action), Stripe's
 // health from the limiter and the metrics.
 func (s *Service) newConsole(pool *pgxpool.Pool, actions *action.Actions) (*console.Console, *console.Sampler, error) {
-	rc := postgres.ConsoleConfig{RepairKind: relay.Kind, NotifyKind: NotifyKind, Clock: s.cfg.Clock}
+	rc := postgres.ConsoleConfig{RepairKind: relay.Kind, NotifyKind: NotifyKind, Clock: s.cfg.Clock, Accounts: s.cfg.Accounts}
 	if s.cfg.Accounts.Found {
-		rc.Accounts = cmp.Or(s.cfg.Sweep.Job, sweep.DefaultJob)
+		rc.AccountsJob = cmp.Or(s.cfg.Sweep.Job, sweep.DefaultJob)
 	}
 	reader := postgres.NewConsoleReader(pool, rc)
 	cc := s.cfg.Console
@@ -94,6 +95,9 @@ func (s *Service) newConsole(pool *pgxpool.Pool, actions *action.Actions) (*cons
 		cc.Payouts = postgres.NewPayouts(pool)
 	}
 	cc.Sessions = postgres.NewConsoleSessions(pool)
+	if s.cfg.Accounts.Found { // a platform on Connect: the Accounts pages
+		cc.Accounts = postgres.NewConsoleAccounts(pool, s.cfg.Accounts, cmp.Or(s.cfg.Sweep.Job, sweep.DefaultJob))
+	}
 	cc.Actions = &consoleActions{actions: actions}
 	cc.Logger = s.cfg.Logger.With("component", "console")
 	cc.Clock = s.cfg.Clock
