@@ -226,7 +226,7 @@ type Service struct {
 // New builds the service on pool (which must be migrated).
 func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.HTTPAddr == "" {
-		cfg.HTTPAddr = "127.0.0.1:8080"
+		cfg.HTTPAddr = HTTPAddrDefault
 	}
 	if cfg.HTTPMaxConns <= 0 {
 		cfg.HTTPMaxConns = HTTPMaxConnsDefault

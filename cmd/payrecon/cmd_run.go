@@ -9,7 +9,6 @@ import (
 
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/catchup"
-	"github.com/payrecon/payrecon/internal/redact"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/service"
@@ -30,20 +29,18 @@ type runCmd struct {
 	stripeFlags
 	sweepFlags
 	consoleFlags
-	WebhookSecret  string        `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
-	HTTPAddr       string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address: POST /webhooks/stripe, /healthz and /readyz, nothing else."`
-	HTTPMaxConns   int           `name:"http-max-conns" env:"PAYRECON_HTTP_MAX_CONNS" default:"1000" help:"At most this many connections open at once on --http-addr: at the cap a new one closes the oldest that serves no request (silent, or idle between requests), so a flood of idle connections can neither use up file descriptors nor keep webhooks out."`
-	MinCycle       time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum."`
-	Workers        int           `default:"10" help:"Repair commands applied at once (at most --db-max-conns minus 10)."`
-	MaxAttempts    int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
-	RescueAfter    time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River rescues it and another replica applies it, within this plus 40 s (River's rescuer runs every 30 s); each attempt is cut off at a third of this."`
-	EventsInterval time.Duration `name:"events-interval" env:"PAYRECON_EVENTS_INTERVAL" default:"30s" help:"Catch up on Stripe's events (GET /v1/events, the webhook's types) this often, through the webhook's code path: a lost webhook is applied within one interval. Needs Events: Read. 0: off."`
+	publicListenFlags
+	minCycleFlag
+	Workers int `default:"10" help:"Repair commands applied at once (at most --db-max-conns minus 10)."`
+	maxAttemptsFlag
+	RescueAfter time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River rescues it and another replica applies it, within this plus 40 s (River's rescuer runs every 30 s); each attempt is cut off at a third of this."`
+	eventsIntervalFlag
 	Recent         time.Duration `name:"recent" default:"0s" help:"Re-verify the rows created within this window, e.g. 72h (list mode, a second sweep job with its own cursor and lease, within the same budget), every --recent-interval, besides the full cycle. 0 (the default): off."`
 	RecentInterval time.Duration `name:"recent-interval" default:"5m" help:"How often the --recent window is re-verified. 0: off."`
 	retainFlags
 	notifyFlags
-	PruneInterval   time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often history past its --retain-* is deleted (a River periodic job, on one replica); 0: never."`
-	PayoutsInterval time.Duration `name:"payouts-interval" env:"PAYRECON_PAYOUTS_INTERVAL" default:"1h" help:"Read Stripe's payouts and their lines and judge settlement this often (a River periodic job, on one replica, within --rps); payout.* events read their payout at once. Needs Payouts: Read and Balance: Read (without them the check turns off, said once in the log). 0: off."`
+	pruneIntervalFlag
+	payoutsIntervalFlag
 	settleAfterFlag
 }
 
@@ -113,23 +110,22 @@ func (c *runCmd) Run(a *app) error {
 	if err := service.CheckAdminExposure(c.AdminAddr, password); err != nil {
 		return configError{err}
 	}
-	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
-		"stripe_secret_key", redact.Secret(c.StripeSecretKey), "stripe_api_base", apiBaseShown(c.StripeAPIBase),
-		"stripe_webhook_secret", redact.SecretList(c.WebhookSecret), "http_addr", c.HTTPAddr, "http_max_conns", c.HTTPMaxConns,
-		"admin_addr", c.AdminAddr, "console_password", c.consoleFlags.describe(), "metrics", c.consoleFlags.describeMetrics(), "job", cfg.Job,
-		"batch", c.Batch, "grace", c.Grace, "rps", c.RPS, "concurrency", c.Concurrency, "mode", c.Mode,
-		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts, "db_max_conns", a.cli.DBMaxConns,
-		"events_interval", c.EventsInterval, "recent", c.Recent, "recent_interval", c.RecentInterval, "prune_interval", c.PruneInterval,
-		"retain_outbox", postgres.FormatRetention(time.Duration(c.RetainOutbox)),
-		"retain_webhook_events", postgres.FormatRetention(time.Duration(c.RetainWebhookEvents)),
-		"retain_river_jobs", postgres.FormatRetention(time.Duration(c.RetainRiverJobs)),
-		"retain_console_samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples)),
-		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)),
-		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn, "account_column", c.AccountColumn, "session_column", c.SessionColumn, "platform_rps", c.PlatformRPS,
-		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"),
-		"stuck_after", cfg.StuckAfter.String(), "payouts_interval", c.PayoutsInterval,
-		"settle_after", postgres.FormatRetention(time.Duration(c.SettleAfter)), "verified_refresh", c.VerifiedRefresh,
-		"repair_mode", c.mode())
+	a.logger.Info("configuration", logAttrs(a.cli.databaseSettings(), c.stripeFlags.settings(), c.publicListenFlags.settings(),
+		c.consoleFlags.settings(), []setting{
+			{"job", "--job", cfg.Job}, {"batch", "--batch", c.Batch}, {"grace", "--grace", c.Grace}, {"rps", "--rps", c.RPS},
+			{"concurrency", "--concurrency", c.Concurrency}, {"mode", "--mode", c.Mode}, {"min_cycle", "--min-cycle", c.MinCycle},
+			{"workers", "--workers", c.Workers}, {"max_attempts", "--max-attempts", c.MaxAttempts},
+			{"db_max_conns", "PAYRECON_DB_MAX_CONNS / --db-max-conns", a.cli.DBMaxConns},
+			{"events_interval", "PAYRECON_EVENTS_INTERVAL / --events-interval", c.EventsInterval},
+			{"recent", "--recent", c.Recent}, {"recent_interval", "--recent-interval", c.RecentInterval},
+		}, c.pruneIntervalFlag.settings(), c.retainFlags.settings(), c.moneyFlags.settings(cfg.Money.Ignore), []setting{
+			{"account_column", "PAYRECON_ACCOUNT_COLUMN / --account-column", c.AccountColumn},
+			{"platform_rps", "PAYRECON_PLATFORM_RPS / --platform-rps", c.PlatformRPS},
+			{"stuck_after", "PAYRECON_STUCK_AFTER / --stuck-after", cfg.StuckAfter.String()},
+			{"payouts_interval", "PAYRECON_PAYOUTS_INTERVAL / --payouts-interval", c.PayoutsInterval},
+			{"settle_after", "PAYRECON_SETTLE_AFTER / --settle-after", postgres.FormatRetention(time.Duration(c.SettleAfter))},
+			{"verified_refresh", "PAYRECON_VERIFIED_REFRESH / --verified-refresh", c.VerifiedRefresh},
+		}, c.repairModeFlag.settings())...)
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
 	pool, err := a.openMigratedDB()
 	if err != nil {
