@@ -24,6 +24,9 @@ func (c *Console) handleFindingsCSV(w http.ResponseWriter, r *http.Request) {
 	q.Del("after")
 	now := c.clock.Now()
 	f, err := parseFilter(q, now, csvBatch)
+	if err == nil {
+		err = c.checkAccountFilter(f)
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

@@ -190,6 +190,9 @@ type FindingQuery struct {
 	DetectedAfter, DetectedBefore time.Time
 	// After is the keyset cursor: findings strictly older than it.
 	After *Cursor
+	// Account keeps the findings of one account's payments ("" the
+	// platform's own; Connect: Config.Accounts); nil keeps all.
+	Account *string
 	// Limit bounds the page (default 50).
 	Limit int
 }

@@ -35,7 +35,7 @@ func assetHandler() http.Handler {
 }
 
 // pageNames are the templates rendered as whole pages, each with layout.
-var pageNames = []string{"overview", "findings", "finding", "lookup", "audit", "repairs", "login", "error", "payouts", "payout"}
+var pageNames = []string{"overview", "findings", "finding", "lookup", "audit", "repairs", "login", "error", "payouts", "payout", "accounts", "account"}
 
 func parsePages() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}

@@ -97,6 +97,15 @@ type Config struct {
 	// plain UPDATE of version and updated_at, as a buggy app would), and
 	// the report must then count them as touched and fail.
 	TamperInSync int
+	// Accounts, when positive, plays the demo as a platform on Stripe
+	// Connect: payments gets the account column (stripe_account_id), its
+	// rows are spread over the platform's own account and this many
+	// connected accounts, each with drift; the simulator keeps each
+	// account's intents and events under its Stripe-Account; the service
+	// sweeps every account as its own job through River (package
+	// platform); and the report gives the scorecard per account and the
+	// requests made under the wrong account (at most MaxAccounts).
+	Accounts int
 }
 
 // Progress is the state of the running service.
@@ -142,6 +151,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("batch %d is too large (at most 10000)", c.Batch)
 	case c.TamperInSync < 0:
 		return fmt.Errorf("tamper count must not be negative, got %d", c.TamperInSync)
+	case c.Accounts < 0:
+		return fmt.Errorf("accounts must not be negative, got %d", c.Accounts)
+	case c.Accounts > MaxAccounts(c.Payments):
+		return fmt.Errorf("%d payments give drift to at most %d connected accounts, got %d (raise --payments)", c.Payments, MaxAccounts(c.Payments), c.Accounts)
 	}
 	return nil
 }

@@ -57,7 +57,10 @@ type Report struct {
 	Notifications NotificationReport `json:"notifications"`
 	// Settlement is the payouts phase.
 	Settlement SettlementReport `json:"settlement"`
-	Timings    Timings          `json:"timings"`
+	// Platform is `demo --accounts`'s: the scorecard per account (nil
+	// without it).
+	Platform *PlatformReport `json:"platform,omitempty"`
+	Timings  Timings         `json:"timings"`
 }
 
 // KindReport is one line of the table.
@@ -159,6 +162,7 @@ func (r Report) Problems() []string {
 	}
 	out = append(out, r.Notifications.problems()...)
 	out = append(out, r.Settlement.problems()...)
+	out = append(out, r.Platform.problems()...)
 	return out
 }
 
@@ -266,6 +270,7 @@ func (r *runner) collect(ctx context.Context) error {
 		live[i] = true
 	}
 	repaired := map[payrecon.Kind]int{}
+	repairedBy := map[int]int{} // by account
 	for i, pr := range r.plan.rows {
 		id := r.ids[i]
 		if live[i] { // moved on purpose in the live phase: checked by collectLive
@@ -275,6 +280,7 @@ func (r *runner) collect(ctx context.Context) error {
 		if pr.repairable() {
 			if repairedFinding[subject{payment: id}] && after.status == pr.expectedAfter() && after.version == before.version+1 {
 				repaired[pr.kind()]++
+				repairedBy[pr.account]++
 			}
 			continue
 		}
@@ -302,6 +308,10 @@ func (r *runner) collect(ctx context.Context) error {
 		kr.Missed = kr.Injected - kr.Detected
 		kr.Repairable = k == payrecon.KindMissedSuccess || k == payrecon.KindMissedCancel
 		r.rep.Kinds = append(r.rep.Kinds, kr)
+	}
+
+	if err := r.collectAccounts(ctx, detected, open, repairedBy); err != nil {
+		return err
 	}
 
 	var median, maxLatency float64

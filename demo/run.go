@@ -67,6 +67,9 @@ type runner struct {
 	byID map[int64]int
 	// snap is every row as it stood before the service started.
 	snap map[int64]rowState
+	// accounts is payments' account column (Config.Accounts); not Found
+	// otherwise.
+	accounts postgres.AccountColumn
 
 	rep Report
 }
@@ -102,6 +105,11 @@ func (r *runner) play(ctx context.Context) error {
 	if _, err := pool.Exec(ctx, queries.Get("add_money_columns")); err != nil {
 		return fmt.Errorf("add the demo's money columns: %w", err)
 	}
+	if r.cfg.Accounts > 0 {
+		if err := r.addAccountColumn(ctx); err != nil {
+			return err
+		}
+	}
 	sim, err := stripesim.Start(stripesim.Config{Seed: r.cfg.Seed, Logger: quiet(r.log), Clock: &r.simClock})
 	if err != nil {
 		return fmt.Errorf("start the Stripe simulator: %w", err)
@@ -110,6 +118,9 @@ func (r *runner) play(ctx context.Context) error {
 	r.sim = sim
 	r.secret = fmt.Sprintf("whsec_payrecon_demo_%d", r.cfg.Seed)
 	if r.plan, err = newPlan(r.cfg.Payments, r.cfg.Seed, time.Now(), r.cfg.Span); err != nil {
+		return err
+	}
+	if err := r.plan.spread(r.cfg.Accounts, r.cfg.Seed); err != nil {
 		return err
 	}
 	r.rep.OrphanIntents = len(r.plan.orphans)
@@ -164,6 +175,9 @@ func (r *runner) play(ctx context.Context) error {
 	st := sim.Stats()
 	r.rep.Sweep.StripeRequests = st.Total()
 	r.rep.Sweep.StripeByEndpoint = st.Requests
+	if r.rep.Platform != nil {
+		r.rep.Platform.WrongAccountRequests = st.WrongAccount
+	}
 	if err := r.collectNotifications(ctx); err != nil {
 		return err
 	}
@@ -179,12 +193,22 @@ func (r *runner) play(ctx context.Context) error {
 // time) and stores their PaymentIntents and the orphans in the simulator.
 func (r *runner) seed(ctx context.Context) error {
 	rows := make([][]any, len(r.plan.rows))
+	columns := []string{"order_id", "stripe_payment_intent_id", "status", "created_at", "updated_at", "amount", "currency"}
 	for i, pr := range r.plan.rows {
 		amount, currency := pr.localMoney()
 		rows[i] = []any{fmt.Sprintf("order_%07d", pr.index+1), pr.intentID, string(payrecon.StatusPending), pr.created, pr.created, amount, currency}
+		if r.accounts.Found {
+			var acct *string // NULL: the platform's own
+			if a := r.plan.accountOf(i); a != "" {
+				acct = &a
+			}
+			rows[i] = append(rows[i], acct)
+		}
 	}
-	if _, err := r.pool.CopyFrom(ctx, pgx.Identifier{"payments"},
-		[]string{"order_id", "stripe_payment_intent_id", "status", "created_at", "updated_at", "amount", "currency"}, pgx.CopyFromRows(rows)); err != nil {
+	if r.accounts.Found {
+		columns = append(columns, r.accounts.Column)
+	}
+	if _, err := r.pool.CopyFrom(ctx, pgx.Identifier{"payments"}, columns, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("seed %d payments: %w", len(rows), err)
 	}
 	res, err := r.pool.Query(ctx, queries.Get("payment_ids"))
@@ -210,7 +234,7 @@ func (r *runner) seed(ctx context.Context) error {
 	}
 
 	var intents []stripesim.Intent
-	for _, pr := range r.plan.rows {
+	for i, pr := range r.plan.rows {
 		status := payrecon.IntentRequiresPaymentMethod
 		switch pr.role {
 		case roleMissingExternally:
@@ -219,11 +243,11 @@ func (r *runner) seed(ctx context.Context) error {
 			status = UnknownStripeStatus
 		}
 		intents = append(intents, stripesim.Intent{ID: pr.intentID, Status: status, Created: pr.created,
-			Amount: pr.amount(), Currency: "usd"})
+			Amount: pr.amount(), Currency: "usd", Account: r.plan.accountOf(i)})
 	}
 	for i, o := range r.plan.orphans {
 		intents = append(intents, stripesim.Intent{ID: o.intentID, Status: o.status, Created: o.created,
-			Amount: 1000 + int64(i%10)*100, Currency: "usd"})
+			Amount: 1000 + int64(i%10)*100, Currency: "usd", Account: r.plan.accounts[o.account]})
 	}
 	if err := r.sim.Seed(len(intents), func(i int) stripesim.Intent { return intents[i] }); err != nil {
 		return fmt.Errorf("seed %d PaymentIntents: %w", len(intents), err)
@@ -274,10 +298,12 @@ func (r *runner) webhooks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	events := postgres.NewEvents(r.pool, r.writer, nil)
+	events.Accounts = r.accounts
 	deps := httpapi.Deps{
 		Logger:  quiet(r.log).With("component", "http"),
-		Events:  postgres.NewEvents(r.pool, r.writer, nil),
-		Webhook: httpapi.WebhookConfig{Secrets: []string{r.secret}},
+		Events:  events,
+		Webhook: httpapi.WebhookConfig{Secrets: r.secrets()},
 	}
 	if err := deps.Validate(); err != nil {
 		return fmt.Errorf("webhook handler: %w", err)
@@ -302,7 +328,7 @@ func (r *runner) webhooks(ctx context.Context) error {
 	transport.MaxIdleConnsPerHost = webhookWorkers
 	client := &http.Client{Timeout: 30 * time.Second, Transport: transport}
 	defer client.CloseIdleConnections()
-	d := &deliverer{sim: r.sim, url: "http://" + ln.Addr().String() + "/webhooks/stripe", secret: r.secret, client: client}
+	d := &deliverer{sim: r.sim, url: "http://" + ln.Addr().String() + "/webhooks/stripe", secret: r.secret, connectSecret: r.connectSecret(), client: client}
 	r.log.Info("delivering webhooks", "events", wrep.Events, "dropped", wrep.Dropped, "duplicated", wrep.Duplicated,
 		"reordered", wrep.Reordered, "endpoint", d.url)
 	if err := d.deliver(ctx, sends, webhookWorkers, &r.rep.Webhooks); err != nil {
@@ -358,13 +384,16 @@ func (r *runner) readRows(ctx context.Context) (map[int64]rowState, error) {
 // returns the cycle's totals.
 func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 	var (
-		swept    atomic.Int64
-		wrapped  atomic.Bool
-		cycle    = make(chan sweep.CycleReport, 1)
-		ready    = make(chan struct{})
-		once     sync.Once
-		passed   = make(chan int, 1)
-		passOnce sync.Once
+		swept   atomic.Int64
+		wrapped atomic.Bool
+		// wrappedAt is when the cycle completed (on a platform, every
+		// account's), in Unix nanoseconds.
+		wrappedAt atomic.Int64
+		cycle     = make(chan sweep.CycleReport, 1)
+		ready     = make(chan struct{})
+		once      sync.Once
+		passed    = make(chan int, 1)
+		passOnce  sync.Once
 		// The live rows are passed once the cycle has swept this many rows.
 		liveEnd = r.plan.live[len(r.plan.live)-1] + 1
 	)
@@ -373,10 +402,11 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 			return // after the cycle, recheck batches report totals of their own
 		}
 		swept.Store(int64(total.Scanned))
-		if total.Scanned >= liveEnd {
+		if total.Scanned >= liveEnd && (!r.accounts.Found || b.Wrapped) { // an account's rows are passed once every account's cycle is done
 			passOnce.Do(func() { passed <- total.Scanned })
 		}
 		if b.Wrapped {
+			wrappedAt.Store(time.Now().UnixNano())
 			wrapped.Store(true)
 			cycle <- total
 		}
@@ -406,11 +436,13 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 		RPS:            0,
 		Events:         catchup.Config{Interval: liveEventsInterval},
 		Stripe:         stripeapi.Config{SecretKey: r.sim.SecretKey(), APIBase: r.sim.URL()},
-		WebhookSecrets: []string{r.secret},
+		WebhookSecrets: r.secrets(),
 		Relay:          relay.Config{Workers: relayWorkers, Notify: r.shop.notifyConfig()},
 		Logger:         quiet(r.log),
 		SweepProgress:  progress,
 		Ready:          func(string) { once.Do(func() { close(ready) }) },
+		Accounts:       r.accounts,
+		PlatformRPS:    -1, // the simulator has no rate limit
 	})
 	if err != nil {
 		return sweep.CycleReport{}, fmt.Errorf("build the service: %w", err)
@@ -435,6 +467,14 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 	repairs := expected[payrecon.KindMissedSuccess] + expected[payrecon.KindMissedCancel]
 	mon := r.monitor(ctx, &swept, &wrapped, repairs)
 	defer mon.stop()
+	if r.accounts.Found {
+		// The accounts' sweeps run as River job chains, not the one
+		// sweeper whose progress the callback reports: their cursors say
+		// how far they are.
+		pctx, pcancel := context.WithCancel(ctx)
+		defer pcancel()
+		go r.watchAccounts(pctx, progress)
+	}
 
 	failed := func(what string, err error) (sweep.CycleReport, error) {
 		if err == nil {
@@ -454,7 +494,13 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 	r.log.Info("service running: sweeping until one cycle completes, then draining the repair queue",
 		"http_addr", svc.Addr(), "console_url", "http://"+svc.AdminAddr()+"/console/", "rows", len(r.plan.rows), "batch", r.cfg.Batch,
 		"grace", "off (every webhook landed before the sweep)")
-	if err := checkListeners(ctx, svc.Addr(), svc.AdminAddr()); err != nil {
+	// A platform's lag is its worst account's, known once an account's
+	// job has a cursor; its accounts' figures are there from the start.
+	metric := "payrecon_reconciliation_lag_seconds"
+	if r.accounts.Found {
+		metric = "payrecon_platform_accounts_behind"
+	}
+	if err := checkListeners(ctx, svc.Addr(), svc.AdminAddr(), metric); err != nil {
 		return sweep.CycleReport{}, err
 	}
 	if r.cfg.TamperInSync > 0 {
@@ -486,6 +532,9 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 		return sweep.CycleReport{}, fmt.Errorf("waiting for the sweep cycle (%d of %d rows swept): %w", swept.Load(), len(r.plan.rows), ctx.Err())
 	}
 	r.rep.Sweep.Duration = time.Since(began)
+	if r.accounts.Found { // the live phase came after the accounts' cycles
+		r.rep.Sweep.Duration = time.Unix(0, wrappedAt.Load()).Sub(began)
+	}
 	r.log.Info("sweep cycle complete", "rows", total.Scanned, "duration", r.rep.Sweep.Duration.Round(time.Millisecond),
 		"new_findings", total.NewFindings, "repair_commands", total.Commands)
 

@@ -35,6 +35,10 @@ const (
 	rolePartiallyRefunded // partly refunded in the Dashboard; its webhook dropped (the sweep finds it)
 	roleDisputed          // disputed by the cardholder; the charge.dispute.created webhook delivered
 	roleStuck             // authorised, never captured: first observed in requires_capture 150 h ago
+	// Connect (Config.Accounts) only: pending, the intent awaits payment,
+	// and a payment_intent.succeeded for it arrives from another account
+	// (account_mismatch): it must not be applied.
+	roleWrongAccount
 	numRoles
 )
 
@@ -79,6 +83,7 @@ func roleSpecs() [numRoles]roleSpec {
 		rolePartiallyRefunded: {"partly refunded, webhook dropped", 0.002, 2, payrecon.KindPartiallyRefunded, paid, 1, paid},
 		roleDisputed:          {"disputed", 0.002, 2, payrecon.KindDisputed, paid, 1, paid},
 		roleStuck:             {"stuck in requires_capture", 0.002, 2, payrecon.KindStuckInFlight, pending, 0, pending},
+		roleWrongAccount:      {"webhook from another account", 0, 0, payrecon.KindAccountMismatch, pending, 0, pending}, // made by spread
 	}
 }
 
@@ -126,6 +131,9 @@ type row struct {
 	// variant picks between the two flavours of a role (duplicated:
 	// succeeded or canceled).
 	variant int
+	// account is the row's account, an index into plan.accounts (0, the
+	// platform's own, without Config.Accounts).
+	account int
 }
 
 // orphan is one planned PaymentIntent with no local row.
@@ -133,6 +141,7 @@ type orphan struct {
 	intentID string
 	created  time.Time
 	status   payrecon.StripeStatus
+	account  int // as row.account
 }
 
 // plan is the whole scenario, a pure function of (payments, seed, now).
@@ -153,6 +162,12 @@ type plan struct {
 	// first of the untouched rows. Even positions lose their webhook (the
 	// endpoint is down), odd ones get it.
 	live []int
+	// accounts are the accounts the rows are spread over (Config.Accounts):
+	// "" (the platform's own) first, then the connected accounts; one
+	// account, "", without them.
+	accounts []string
+	// now is when the plan was laid out.
+	now time.Time
 }
 
 // liveShare is the share of the payments in the live phase, and liveMin its
@@ -175,7 +190,7 @@ func newPlan(n int, seed uint64, now time.Time, span time.Duration) (*plan, erro
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x5deece66d))
 	specs := roleSpecs()
-	p := &plan{rows: make([]row, n)}
+	p := &plan{rows: make([]row, n), accounts: []string{""}, now: now}
 	rest := n
 	for r := role(1); r < numRoles; r++ {
 		c := max(specs[r].min, int(float64(n)*specs[r].share))
@@ -278,7 +293,7 @@ func (p *plan) chooseUnsettled(now time.Time) {
 	lo, hi := p.start.Add(2*p.payoutEvery()), now.Add(-p.settleAfter()-2*p.payoutEvery())
 	var eligible []int
 	for i, r := range p.rows {
-		if r.role == rolePaid && !r.created.Before(lo) && !r.created.After(hi) {
+		if r.role == rolePaid && r.account == 0 && !r.created.Before(lo) && !r.created.After(hi) {
 			eligible = append(eligible, i)
 		}
 	}
@@ -292,9 +307,11 @@ func (p *plan) chooseUnsettled(now time.Time) {
 // settlementKind is the settlement drift row i is injected with ("" for
 // none): a charge settled for an order marked failed, a settled gross that
 // is not the order's amount, or a paid row whose charge stays out of every
-// payout.
+// payout. Only the platform's own rows are paid out (see spread).
 func (p *plan) settlementKind(i int) payrecon.Kind {
 	switch {
+	case p.rows[i].account != 0:
+		return ""
 	case p.unsettled[i]:
 		return payrecon.KindPaidNotSettled
 	case p.rows[i].role == roleFailedThenPaid:
@@ -308,7 +325,7 @@ func (p *plan) settlementKind(i int) payrecon.Kind {
 // settlementKind is what an orphan's settlement shows: a succeeded one is
 // paid out with no local row.
 func (o orphan) settlementKind() payrecon.Kind {
-	if o.status == payrecon.IntentSucceeded {
+	if o.status == payrecon.IntentSucceeded && o.account == 0 {
 		return payrecon.KindSettledNotPaidLocally
 	}
 	return ""
@@ -370,3 +387,79 @@ func (s *idSource) next() string {
 		}
 	}
 }
+
+// MaxAccounts is the most connected accounts a demo of n payments spreads
+// its rows over (Config.Accounts): every account, the platform's own among
+// them, gets at least one row of the most common drift (a dropped
+// succeeded webhook), so that drift is injected in every account.
+func MaxAccounts(n int) int {
+	s := roleSpecs()[roleMissedSuccess]
+	return min(max(s.min, int(float64(n)*s.share))-1, 1000)
+}
+
+// spread lays the plan out over the platform's own account and k connected
+// accounts (Config.Accounts), a pure function of the seed: each role's
+// rows, in id order, go round the accounts (starting one account further
+// for each role, so that the remainders spread too), and so do the orphan
+// intents. The settlement phase pays out the platform's own account's
+// charges only (a connected account's payouts are its own; the simulator
+// keeps one balance), so the settlement drifts are the platform's rows'.
+func (p *plan) spread(k int, seed uint64) error {
+	if k <= 0 {
+		return nil
+	}
+	if k > MaxAccounts(len(p.rows)) {
+		return fmt.Errorf("%d payments give drift to at most %d connected accounts, got %d", len(p.rows), MaxAccounts(len(p.rows)), k)
+	}
+	rng := rand.New(rand.NewPCG(seed^0xacc0, seed))
+	seen := map[string]bool{}
+	for len(p.accounts) < k+1 {
+		b := []byte("acct_1")
+		for range 15 {
+			b = append(b, idAlphabet[rng.IntN(len(idAlphabet))])
+		}
+		if id := string(b); !seen[id] {
+			seen[id] = true
+			p.accounts = append(p.accounts, id)
+		}
+	}
+	// One untouched row per account (never a live one) gets a webhook from
+	// another account.
+	live := make(map[int]bool, len(p.live))
+	for _, i := range p.live {
+		live[i] = true
+	}
+	var spare []int
+	for i, r := range p.rows {
+		if r.role == roleUntouched && !live[i] {
+			spare = append(spare, i)
+		}
+	}
+	if len(spare) < 2*(k+1) {
+		return fmt.Errorf("%d payments leave too few untouched rows for %d connected accounts", len(p.rows), k)
+	}
+	for j := range k + 1 {
+		p.rows[spare[j*len(spare)/(k+1)]].role = roleWrongAccount
+	}
+	p.counts[roleUntouched] -= k + 1
+	p.counts[roleWrongAccount] = k + 1
+
+	var next [numRoles]int
+	for i := range p.rows {
+		r := p.rows[i].role
+		offset := int(r)
+		if r == roleAmountMismatch || r == roleFailedThenPaid || r == roleWrongAccount {
+			offset = 0 // their first row is the platform's: its payouts show their settlement drift
+		}
+		p.rows[i].account = (next[r] + offset) % (k + 1)
+		next[r]++
+	}
+	for j := range p.orphans {
+		p.orphans[j].account = j % (k + 1)
+	}
+	p.chooseUnsettled(p.now)
+	return nil
+}
+
+// accountOf returns the account of row i ("" for the platform's own).
+func (p *plan) accountOf(i int) string { return p.accounts[p.rows[i].account] }

@@ -54,6 +54,9 @@ type ConsoleConfig struct {
 	NotifyKind string
 	// Clock stamps audit entries and resolutions; default the system clock.
 	Clock payrecon.Clock
+	// Accounts is the account column (Connect): the findings list's
+	// account filter reads it.
+	Accounts AccountColumn
 }
 
 // ConsoleReader is the console's read model (console.ReadModel) and the
@@ -224,7 +227,7 @@ func findingArgs(q console.FindingQuery) pgx.StrictNamedArgs {
 		limit = console.PageSizeDefault
 	}
 	a := pgx.StrictNamedArgs{"state": state, "limit": limit + 1, "kinds": nil, "verdicts": nil,
-		"detected_after": nil, "detected_before": nil, "after_at": nil, "after_id": nil}
+		"detected_after": nil, "detected_before": nil, "after_at": nil, "after_id": nil, "account": q.Account}
 	if len(q.Kinds) > 0 {
 		ks := make([]string, len(q.Kinds))
 		for i, k := range q.Kinds {
@@ -272,7 +275,7 @@ func (c *ConsoleReader) Findings(ctx context.Context, q console.FindingQuery) ([
 	limit := args["limit"].(int) - 1
 	var out []console.FindingRow
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, consoleQuery("console_findings"), args)
+		rows, err := tx.Query(ctx, accountSQL(consoleQuery("console_findings"), c.cfg.Accounts), args)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -74,7 +75,7 @@ func isLoopback(host string) bool {
 // resolve, findings recheck, relay --retry), Stripe's health from the
 // limiter and the metrics.
 func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*console.Console, *console.Sampler, error) {
-	reader := postgres.NewConsoleReader(pool, postgres.ConsoleConfig{RepairKind: relay.Kind, NotifyKind: NotifyKind, Clock: s.cfg.Clock})
+	reader := postgres.NewConsoleReader(pool, postgres.ConsoleConfig{RepairKind: relay.Kind, NotifyKind: NotifyKind, Clock: s.cfg.Clock, Accounts: s.cfg.Accounts})
 	cc := s.cfg.Console
 	cc.Password = s.cfg.ConsolePassword
 	cc.Read = reader
@@ -82,6 +83,9 @@ func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*conso
 		cc.Payouts = postgres.NewPayouts(pool)
 	}
 	cc.Sessions = postgres.NewConsoleSessions(pool)
+	if s.cfg.Accounts.Found { // a platform on Connect: the Accounts pages
+		cc.Accounts = postgres.NewConsoleAccounts(pool, s.cfg.Accounts, cmp.Or(s.cfg.Sweep.Job, sweep.DefaultJob))
+	}
 	cc.Actions = &consoleActions{
 		audit:    postgres.NewConsoleAudit(pool, s.cfg.Clock),
 		findings: postgres.NewFindings(pool, s.cfg.Clock),
