@@ -47,7 +47,10 @@ func sessionCases() []sessionCase {
 		return func(t *testing.T, sim *stripesim.Server, id string, created time.Time) {
 			t.Helper()
 			open(t, sim, id, created)
-			if _, _, err := sim.CompleteSession(id, stripesim.Intent{ID: "pi_of_" + id, Amount: amount, Currency: "usd"}, async); err != nil {
+			// Paid half a minute after the session was created: its intent
+			// falls in the listed windows of neighbouring batches too.
+			in := stripesim.Intent{ID: "pi_of_" + id, Amount: amount, Currency: "usd", Created: created.Add(30 * time.Second)}
+			if _, _, err := sim.CompleteSession(id, in, async); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -146,8 +149,13 @@ func TestSessionRowsEveryModeAgrees(t *testing.T) {
 		if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'invalid_local_row'"); n != 2 {
 			t.Errorf("%s: %d invalid_local_row findings, want the 2 rows with neither id", mode, n)
 		}
-		if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_locally'"); n != 0 {
-			t.Errorf("%s: %d missing_locally findings: a session's PaymentIntent taken for an orphan", mode, n)
+		if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_locally' AND resolved_at IS NULL"); n != 0 {
+			t.Errorf("%s: %d open missing_locally findings: a session's PaymentIntent taken for an orphan", mode, n)
+		}
+		t.Logf("%s: %d missing_locally findings opened for a session's intent before its row was read, and resolved", mode,
+			b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_locally'"))
+		if n := b.count(t, "SELECT count(*) FROM payrecon_session_intents"); n != 100 {
+			t.Errorf("%s: %d session intents kept, want the 100 sessions with an intent", mode, n)
 		}
 		// The finding names the session's PaymentIntent the row does not record.
 		if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missed_success' AND details->>'session_payment_intent' LIKE 'pi_of_cs_%' AND details->>'checkout_session' LIKE 'cs_test_%'"); n != 25 {
