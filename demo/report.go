@@ -63,7 +63,7 @@ type Report struct {
 	// Sessions is the scorecard of the rows that record a Checkout Session
 	// and no PaymentIntent (their drifts are in Kinds too).
 	Sessions SessionReport `json:"sessions"`
-	Timings  Timings         `json:"timings"`
+	Timings  Timings       `json:"timings"`
 }
 
 // KindReport is one line of the table.
