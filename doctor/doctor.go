@@ -328,12 +328,21 @@ func checkOptionalColumns(ctx context.Context, rep *Report, pool *pgxpool.Pool, 
 	default:
 		found = append(found, fmt.Sprintf("no account column %s (one Stripe account)", cfg.AccountColumn))
 	}
-	if _, ok := info.Columns[cfg.SessionColumn]; ok && cfg.SessionColumn != "" {
+	sess, err := postgres.DetectSessionColumn(ctx, pool, cfg.SessionColumn)
+	if err != nil {
+		rep.fail("optional_columns", err.Error(), "check that the role may read the catalogue")
+		return
+	}
+	_, exists = info.Columns[cfg.SessionColumn]
+	switch {
+	case sess.Found:
+		found = append(found, fmt.Sprintf("session column %s (a row with a Checkout Session and no PaymentIntent id is checked through its session)", cfg.SessionColumn))
+	case exists && cfg.SessionColumn != "":
 		st = Warn
-		found = append(found, fmt.Sprintf("session column %s present: this payrecon checks rows through their PaymentIntent only, so a row with only a Checkout Session reads as invalid_local_row", cfg.SessionColumn))
-		fixes = append(fixes, fmt.Sprintf("reconcile the rows with only %s set with a payrecon that reads Checkout Sessions, or keep them out of the payments view", cfg.SessionColumn))
-	} else if cfg.SessionColumn != "" {
-		found = append(found, fmt.Sprintf("no session column %s", cfg.SessionColumn))
+		found = append(found, fmt.Sprintf("session column %s: %s, so a row with only a Checkout Session reads as invalid_local_row", cfg.SessionColumn, sess.Problem))
+		fixes = append(fixes, "give --session-column a text column of cs_… ids")
+	case cfg.SessionColumn != "":
+		found = append(found, fmt.Sprintf("no session column %s (rows are checked through their PaymentIntent)", cfg.SessionColumn))
 	}
 	rep.judge("optional_columns", st, strings.Join(found, "; "), strings.Join(fixes, "; "))
 }

@@ -49,6 +49,14 @@ type FindingDetails struct {
 	LocalCurrency  string         `json:"local_currency,omitempty"`
 	// Settlement is what the payouts said, on a settlement finding.
 	Settlement *SettlementDetails `json:"settlement,omitempty"`
+	// CheckoutSession, on a session row's finding, is the Checkout Session
+	// read, with its status and payment_status, and SessionIntent the
+	// PaymentIntent it names ("" while none), which the row does not
+	// record.
+	CheckoutSession      string `json:"checkout_session,omitempty"`
+	SessionStatus        string `json:"session_status,omitempty"`
+	SessionPaymentStatus string `json:"session_payment_status,omitempty"`
+	SessionIntent        string `json:"session_payment_intent,omitempty"`
 }
 
 // ChargeDetails is the latest charge as a finding keeps it.
@@ -256,7 +264,7 @@ func (s *Store) SweepRow(ctx context.Context, id int64) (payrecon.PaymentRow, er
 		currency *string
 	)
 	err := s.pool.QueryRow(ctx, s.read("sweep_row"), pgx.StrictNamedArgs{"id": id}).
-		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency, &r.Account)
+		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency, &r.Account, &r.SessionID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("payment %d: %w", id, payrecon.ErrNotFound)
 	}

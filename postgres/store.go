@@ -44,6 +44,9 @@ type Store struct {
 	// (ForAccount).
 	accounts *AccountColumn
 	account  string
+	// sessions, when set, names the Checkout Session column the read
+	// queries return with each row (WithSessionColumn).
+	sessions *SessionColumn
 }
 
 var _ payrecon.SweepStore = (*Store)(nil)
@@ -95,8 +98,9 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 				updated   *time.Time
 				amount    *int64
 				currency  *string
+				session   *string
 			)
-			if err := rs.Scan(&cur.LastID, &cur.CycleStartedAt, &completed, &id, &intent, &status, &version, &created, &updated, &amount, &currency); err != nil {
+			if err := rs.Scan(&cur.LastID, &cur.CycleStartedAt, &completed, &id, &intent, &status, &version, &created, &updated, &amount, &currency, &session); err != nil {
 				return err
 			}
 			found = true
@@ -110,7 +114,8 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 			// (or view): a NULL intent id becomes "" (an invalid_local_row
 			// finding), never a nil dereference.
 			rows = append(rows, payrecon.PaymentRow{ID: *id, IntentID: orZero(intent), Status: payrecon.LocalStatus(orZero(status)),
-				Version: orZero(version), CreatedAt: orZero(created), UpdatedAt: orZero(updated), Money: s.localMoney(amount, currency)})
+				Version: orZero(version), CreatedAt: orZero(created), UpdatedAt: orZero(updated), Money: s.localMoney(amount, currency),
+				SessionID: orZero(session)})
 		}
 		return rs.Err()
 	})
@@ -125,7 +130,7 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 					amount           *int64
 					currency         *string
 				)
-				if err := rs.Scan(&r.ID, &intent, &status, &version, &created, &updated, &r.Rechecks, &amount, &currency); err != nil {
+				if err := rs.Scan(&r.ID, &intent, &status, &version, &created, &updated, &r.Rechecks, &amount, &currency, &r.SessionID); err != nil {
 					return err
 				}
 				r.IntentID, r.Status, r.Version = orZero(intent), payrecon.LocalStatus(orZero(status)), orZero(version)
@@ -337,6 +342,7 @@ type checkRow struct {
 	Always        bool       `json:"always"`
 	Version       int64      `json:"version"`
 	IntentID      string     `json:"intent_id"`
+	SessionID     string     `json:"session_id,omitempty"`
 	LocalStatus   string     `json:"local_status"`
 	UpdatedAt     *time.Time `json:"updated_at"`
 	ReadAt        *time.Time `json:"read_at"`
@@ -374,6 +380,20 @@ func detailsOf(in *payrecon.Intent, money *payrecon.LocalMoney, now time.Time) *
 	return d
 }
 
+// sessionDetails adds what a session row's Checkout Session showed to a
+// finding's details: the session, its status, and the PaymentIntent it
+// names that the row does not record.
+func sessionDetails(d *FindingDetails, s *payrecon.Session) *FindingDetails {
+	if d == nil {
+		d = &FindingDetails{}
+	}
+	d.CheckoutSession = s.ID
+	d.SessionStatus = string(s.Status)
+	d.SessionPaymentStatus = s.PaymentStatus
+	d.SessionIntent = s.PaymentIntentID
+	return d
+}
+
 func kindStrings(kinds []payrecon.Kind) []string {
 	out := make([]string, len(kinds))
 	for i, k := range kinds {
@@ -395,7 +415,7 @@ func checkRows(checks []payrecon.Check, now time.Time, advance, queue bool) ([]c
 			return nil, nil, fmt.Errorf("payment %d: Stripe was read but the check carries no read time", ch.Row.ID)
 		}
 		rows[i] = checkRow{
-			PaymentID: ch.Row.ID, Always: ch.Row.FromRecheck || !advance, Version: ch.Row.Version, IntentID: ch.Row.IntentID,
+			PaymentID: ch.Row.ID, Always: ch.Row.FromRecheck || !advance, Version: ch.Row.Version, IntentID: ch.Row.IntentID, SessionID: ch.Row.SessionID,
 			LocalStatus: string(ch.Row.Status), Observed: optional(string(ch.Observed)),
 			Verdict: string(ch.Decision.Verdict), Kind: optional(string(ch.Decision.Kind)),
 			Command: optional(string(ch.Decision.Command)),
@@ -411,6 +431,9 @@ func checkRows(checks []payrecon.Check, now time.Time, advance, queue bool) ([]c
 		}
 		if ch.Decision.Kind != "" || len(ch.Drifts) > 0 || slices.Contains(payrecon.StuckStatuses, ch.Observed) {
 			rows[i].Details = detailsOf(ch.Intent, ch.Row.Money, now)
+			if ch.Session != nil {
+				rows[i].Details = sessionDetails(rows[i].Details, ch.Session)
+			}
 		}
 		if !queue {
 			rows[i].Command = nil
@@ -428,6 +451,11 @@ func checkRows(checks []payrecon.Check, now time.Time, advance, queue bool) ([]c
 			rows[i].ReadAt = &r
 		}
 		intents[i] = ch.Row.IntentID
+		if ch.Row.IntentID == "" && ch.Session != nil && ch.Session.PaymentIntentID != "" {
+			// A session row now accounts for its session's PaymentIntent:
+			// a missing_locally finding about that intent is closed.
+			intents[i] = ch.Session.PaymentIntentID
+		}
 	}
 	return rows, intents, nil
 }

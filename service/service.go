@@ -90,6 +90,10 @@ type Config struct {
 	// own job, spread over every replica through River (package
 	// platform), instead of the one leased sweep.
 	Accounts postgres.AccountColumn
+	// Sessions is the Checkout Session column
+	// (postgres.DetectSessionColumn): found, session rows are checked
+	// through their sessions and checkout.session.* events apply to them.
+	Sessions postgres.SessionColumn
 	// PlatformRPS caps the request rate summed over every account and
 	// replica (--platform-rps; 0: platform.PlatformRPSDefault).
 	PlatformRPS float64
@@ -282,7 +286,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.MoneyColumns.Amount || cfg.MoneyColumns.Currency {
 		store = store.WithMoneyColumns(cfg.MoneyColumns)
 	}
+	store = store.WithSessionColumn(cfg.Sessions)
 	events := postgres.NewEvents(pool, writer, cfg.Clock)
+	events.Sessions = cfg.Sessions
 	events.Ignore = cfg.Sweep.Money.Ignore
 	events.Accounts = cfg.Accounts
 	events.RepairMode, events.HoldFunc = cfg.RepairMode, hold

@@ -130,7 +130,7 @@ func (s *Sweeper) runCycle(ctx context.Context, progress ProgressFunc) (rep Cycl
 		}
 	}
 	stopLookahead()
-	rep.StripeCalls += s.lister.takeUncounted()
+	rep.StripeCalls += s.takeUncounted()
 
 	// Rows Stripe could not be asked about are retried as they come due,
 	// instead of waiting a whole cycle.

@@ -56,7 +56,7 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc, lease pa
 			}
 		}
 		rep.Duration = s.cfg.Clock.Now().Sub(started)
-		rep.StripeCalls += s.lister.takeUncounted()
+		rep.StripeCalls += s.takeUncounted()
 		s.metrics.cycleDone(s.cfg.Job, rep)
 		s.cfg.Logger.Info("sweep cycle complete", "job", s.cfg.Job, "rows", rep.Scanned,
 			"duration", rep.Duration.Round(time.Millisecond), "new_findings", rep.NewFindings, "resolved", rep.Resolved)

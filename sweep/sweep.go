@@ -259,6 +259,10 @@ type Sweeper struct {
 	metrics *metrics
 
 	lister lister
+	// sessions is the gateway's SessionGateway (nil when it has none), and
+	// sessionLister list mode's listed sessions (session rows).
+	sessions      payrecon.SessionGateway
+	sessionLister lister
 	// slots holds one token per Stripe request in flight (Config.Concurrency).
 	slots chan struct{}
 	// fence is the epoch of the lease held now (0: none).
@@ -277,8 +281,11 @@ func (s *Sweeper) SetBatch(n int) { s.batch.Store(int64(n)) }
 // per job: the metrics carry the job as a label).
 func New(store payrecon.SweepStore, gateway payrecon.Gateway, cfg Config) *Sweeper {
 	cfg = cfg.withDefaults()
-	return &Sweeper{store: store, gateway: gateway, cfg: cfg, metrics: newMetrics(cfg.Registerer),
+	s := &Sweeper{store: store, gateway: gateway, cfg: cfg, metrics: newMetrics(cfg.Registerer),
 		slots: make(chan struct{}, cfg.Concurrency)}
+	s.sessions, _ = gateway.(payrecon.SessionGateway)
+	s.sessionLister.sessions = true
+	return s
 }
 
 // Config returns the effective configuration.
@@ -486,7 +493,7 @@ func (s *Sweeper) systemic(checks []payrecon.Check) error {
 // from the list cache carries the read time of the batch that listed it.
 func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, readAt time.Time, more bool) ([]payrecon.Check, []payrecon.Orphan, int, error) {
 	checks := make([]payrecon.Check, len(rows))
-	var need, listable []int
+	var need, listable, sessionNeed, sessionListable []int
 	for i, row := range rows {
 		checks[i].Row = row
 		if s.cfg.Grace > 0 && row.UpdatedAt.After(now.Add(-s.cfg.Grace)) {
@@ -495,8 +502,15 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 			checks[i].RecheckAt, checks[i].RecheckReason = row.UpdatedAt.Add(s.cfg.Grace), payrecon.RecheckGrace
 			continue
 		}
-		if row.IntentID == "" { // nothing to ask Stripe about: a fault in the local row
+		if row.IntentID == "" && row.SessionID == "" { // nothing to ask Stripe about: a fault in the local row
 			checks[i].Decision = payrecon.InvalidLocalRow()
+			continue
+		}
+		if row.IntentID == "" { // checked through its Checkout Session
+			sessionNeed = append(sessionNeed, i)
+			if !row.FromRecheck {
+				sessionListable = append(sessionListable, i)
+			}
 			continue
 		}
 		need = append(need, i)
@@ -526,6 +540,24 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 		}
 	}
 
+	var listedSessions map[string]payrecon.Session
+	if s.sessions != nil && s.cfg.Mode != ModeRetrieve && len(sessionListable) > 1 {
+		var err error
+		var n int
+		listedSessions, n, err = s.listSessionsFor(ctx, rows, sessionListable, readAt, more)
+		calls += n
+		switch {
+		case err == nil:
+		case errors.Is(err, payrecon.ErrConfig):
+			return nil, nil, calls, fmt.Errorf("list checkout sessions: %w", err)
+		case ctx.Err() != nil:
+			return nil, nil, calls, ctx.Err()
+		default:
+			s.cfg.Logger.Warn("listing checkout sessions failed; retrieving them one by one", "job", s.cfg.Job, "error", err)
+			listedSessions = nil
+		}
+	}
+
 	orphans = s.keepOrphans(orphans, listed)
 
 	var retrieve []*payrecon.Check
@@ -535,6 +567,15 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 			checks[i].Decision = payrecon.Classify(rows[i].Status, in.Status)
 			s.judgeMoney(&checks[i], in)
 			continue
+		}
+		retrieve = append(retrieve, &checks[i])
+	}
+	for _, i := range sessionNeed {
+		if cs, ok := listedSessions[rows[i].SessionID]; ok && cs.Status != "" {
+			checks[i].ReadAt = cs.ReadAt
+			if s.judgeSession(&checks[i], cs, now) {
+				continue
+			}
 		}
 		retrieve = append(retrieve, &checks[i])
 	}
@@ -548,7 +589,34 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 	for i := range checks {
 		s.dropIgnored(&checks[i])
 	}
-	return checks, orphans, calls, nil
+	return checks, sessionOrphans(orphans, checks), calls, nil
+}
+
+// sessionOrphans drops the listed PaymentIntents that a session row of the
+// batch accounts for: its session's intent, which the row does not record.
+func sessionOrphans(orphans []payrecon.Orphan, checks []payrecon.Check) []payrecon.Orphan {
+	if len(orphans) == 0 {
+		return orphans
+	}
+	var ours map[string]bool
+	for _, c := range checks {
+		if c.Session != nil && c.Session.PaymentIntentID != "" {
+			if ours == nil {
+				ours = map[string]bool{}
+			}
+			ours[c.Session.PaymentIntentID] = true
+		}
+	}
+	if ours == nil {
+		return orphans
+	}
+	out := orphans[:0]
+	for _, o := range orphans {
+		if !ours[o.IntentID] {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // dropIgnored removes the kinds an operator ignores (--ignore-kinds) from a
@@ -623,6 +691,9 @@ func (s *Sweeper) retrieveAll(ctx context.Context, checks []*payrecon.Check, now
 
 func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now, readAt time.Time) error {
 	c.ReadAt = readAt
+	if c.Row.IntentID == "" && c.Row.SessionID != "" {
+		return s.checkSession(ctx, c, now)
+	}
 	release, err := s.slot(ctx)
 	if err != nil {
 		return err
@@ -729,7 +800,7 @@ func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (Batc
 	var retrieve []*payrecon.Check
 	for i := range rows {
 		checks[i].Row = rows[i]
-		if rows[i].IntentID == "" {
+		if rows[i].IntentID == "" && rows[i].SessionID == "" {
 			checks[i].Decision = payrecon.InvalidLocalRow()
 			continue
 		}

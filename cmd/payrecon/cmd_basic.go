@@ -129,6 +129,7 @@ func (c *classifyCmd) Run(a *app) error {
 		return a.printJSON(payrecon.DecisionTable())
 	}
 	fmt.Fprint(a.stdout, payrecon.FormatDecisionTable())
+	fmt.Fprint(a.stdout, "\n", payrecon.FormatSessionTable())
 	fmt.Fprint(a.stdout, "\n", payrecon.FormatMoneyTable())
 	fmt.Fprint(a.stdout, "\n", payrecon.FormatSettlementTable())
 	return nil
@@ -183,6 +184,7 @@ func (c *configCmd) Run(a *app) error {
 		{"notify_secret", "PAYRECON_NOTIFY_SECRET / --notify-secret", redact.Secret(c.NotifySecret)},
 		{"amount_column", "PAYRECON_AMOUNT_COLUMN / --amount-column", c.AmountColumn + " (used when payments has it; `status` says whether it does)"},
 		{"currency_column", "PAYRECON_CURRENCY_COLUMN / --currency-column", c.CurrencyColumn + " (used when payments has it; `status` says whether it does)"},
+		{"session_column", "PAYRECON_SESSION_COLUMN / --session-column", c.SessionColumn + " (used when payments has it; `status` says whether it does)"},
 		{"ignore_kinds", "PAYRECON_IGNORE_KINDS / --ignore-kinds", ignoredList(ignore)},
 		{"intent_metadata", "--intent-metadata", orDefault(c.IntentMetadata, "(any: every listed intent is payrecon's)")},
 	}

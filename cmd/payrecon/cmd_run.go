@@ -125,7 +125,7 @@ func (c *runCmd) Run(a *app) error {
 		"retain_river_jobs", postgres.FormatRetention(time.Duration(c.RetainRiverJobs)),
 		"retain_console_samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples)),
 		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)),
-		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn, "account_column", c.AccountColumn, "platform_rps", c.PlatformRPS,
+		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn, "account_column", c.AccountColumn, "session_column", c.SessionColumn, "platform_rps", c.PlatformRPS,
 		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"),
 		"stuck_after", cfg.StuckAfter.String(), "payouts_interval", c.PayoutsInterval,
 		"settle_after", postgres.FormatRetention(time.Duration(c.SettleAfter)), "verified_refresh", c.VerifiedRefresh,
@@ -142,6 +142,10 @@ func (c *runCmd) Run(a *app) error {
 	}
 	cfg.Money = cols.Checks(cfg.Money.Ignore)
 	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
+	if err != nil {
+		return err
+	}
+	sessions, err := a.sessionColumn(pool, c.sessionColumnFlag)
 	if err != nil {
 		return err
 	}
@@ -173,6 +177,7 @@ func (c *runCmd) Run(a *app) error {
 		Sweep:           cfg,
 		MoneyColumns:    cols,
 		Accounts:        accounts,
+		Sessions:        sessions,
 		PlatformRPS:     platformRPS,
 		MinCycles:       minCycles,
 		Events:          catchup.Config{Interval: c.EventsInterval},

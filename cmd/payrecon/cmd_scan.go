@@ -117,15 +117,19 @@ func (f sweepFlags) config() (sweep.Config, error) {
 }
 
 // withMoney detects the money columns (logging once which checks are off)
-// and returns the store that reads them and the sweep configuration that
-// judges them.
+// and the session column, and returns the store that reads them and the
+// sweep configuration that judges them.
 func (a *app) withMoney(pool *pgxpool.Pool, store *postgres.Store, cfg sweep.Config, f moneyFlags) (*postgres.Store, sweep.Config, postgres.MoneyColumns, error) {
 	cols, err := a.moneyColumns(pool, f.moneyColumnFlags)
 	if err != nil {
 		return nil, cfg, cols, err
 	}
 	cfg.Money = cols.Checks(cfg.Money.Ignore)
-	return store.WithMoneyColumns(cols), cfg, cols, nil
+	sessions, err := a.sessionColumn(pool, f.sessionColumnFlag)
+	if err != nil {
+		return nil, cfg, cols, err
+	}
+	return store.WithMoneyColumns(cols).WithSessionColumn(sessions), cfg, cols, nil
 }
 
 type scanCmd struct {

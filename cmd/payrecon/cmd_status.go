@@ -48,6 +48,8 @@ type accountAllocation struct {
 type moneyStatus struct {
 	Columns     postgres.MoneyColumns `json:"money_columns"`
 	IgnoreKinds []payrecon.Kind       `json:"ignore_kinds"`
+	// Sessions is the Checkout Session column, as detected.
+	Sessions postgres.SessionColumn `json:"session_column"`
 }
 
 func (c *statusCmd) Run(a *app) error {
@@ -107,7 +109,11 @@ func (c *statusCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	ms := moneyStatus{Columns: cols, IgnoreKinds: []payrecon.Kind{}}
+	sessions, err := postgres.DetectSessionColumn(a.ctx, pool, c.SessionColumn)
+	if err != nil {
+		return err
+	}
+	ms := moneyStatus{Columns: cols, IgnoreKinds: []payrecon.Kind{}, Sessions: sessions}
 	for _, k := range payrecon.Kinds {
 		if ignore[k] {
 			ms.IgnoreKinds = append(ms.IgnoreKinds, k)
@@ -211,6 +217,7 @@ func printMoneyStatus(w io.Writer, ms moneyStatus, ignore map[payrecon.Kind]bool
 	fmt.Fprintf(tw, "money checks\tamount %s, currency %s\n",
 		describeMoney(ms.Columns.AmountColumn, ms.Columns.Amount, ms.Columns.AmountProblem),
 		describeMoney(ms.Columns.CurrencyColumn, ms.Columns.Currency, ms.Columns.CurrencyProblem))
+	fmt.Fprintf(tw, "session column\t%s\n", ms.Sessions.Describe())
 	fmt.Fprintf(tw, "ignored kinds\t%s\n", ignoredList(ignore))
 	_ = tw.Flush()
 }

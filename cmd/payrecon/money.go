@@ -19,6 +19,28 @@ type moneyFlags struct {
 	ignoreFlags
 	IntentMetadata string `name:"intent-metadata" placeholder:"KEY=VALUE" help:"Only listed PaymentIntents carrying this metadata are payrecon's: others (made by other systems in the same account) are never missing_locally."`
 	accountColumnFlag
+	sessionColumnFlag
+}
+
+// sessionColumnFlag names the column of Checkout Sessions (scan, run,
+// config, status, doctor).
+type sessionColumnFlag struct {
+	SessionColumn string `name:"session-column" env:"PAYRECON_SESSION_COLUMN" default:"stripe_checkout_session_id" help:"The payments column holding each row's Checkout Session (cs_…). Present: a row with a session and no PaymentIntent id is checked through its session (and checkout.session.* webhooks apply to it). Absent: such rows are invalid_local_row. payrecon never adds it."`
+}
+
+// sessionColumn detects the session column and says once in the log
+// whether session rows are checked.
+func (a *app) sessionColumn(pool *pgxpool.Pool, f sessionColumnFlag) (postgres.SessionColumn, error) {
+	col, err := postgres.DetectSessionColumn(a.ctx, pool, f.SessionColumn)
+	if err != nil {
+		return col, err
+	}
+	if col.Found {
+		a.logger.Info("Checkout Sessions: rows with a session and no PaymentIntent are checked through the session", "session_column", col.Column)
+	} else {
+		a.logger.Debug("no session column", "session_column", f.SessionColumn, "why", col.Problem)
+	}
+	return col, nil
 }
 
 // accountColumnFlag names the column of connected accounts (Connect: scan,
