@@ -80,19 +80,13 @@ func (c *statusCmd) Run(a *app) error {
 		mon = mon.WithJob(only)
 	}
 	now := time.Now()
-	st, err := mon.Status(a.ctx, now, !c.Estimate, relay.Kind)
+	base := ""
+	if accounts.Found {
+		base = c.Job // the platform's lag is its worst account's
+	}
+	st, as, err := mon.Figures(a.ctx, now, !c.Estimate, relay.Kind, base)
 	if err != nil {
 		return err
-	}
-	var as *postgres.AccountsStatus
-	if accounts.Found {
-		s, err := mon.AccountsStatus(a.ctx, now, c.Job)
-		if err != nil {
-			return err
-		}
-		as = &s
-		// The platform's lag is its worst account's.
-		st.Lag, st.LagKnown = s.Lag, s.Accounts > 0
 	}
 	if only != "" {
 		st.Jobs = slices.DeleteFunc(st.Jobs, func(j postgres.JobStatus) bool { return j.Job != only })
