@@ -32,10 +32,14 @@ type Recorder struct {
 	next http.Handler
 	mu   sync.Mutex
 	reqs []Request
+	// flying are the requests not yet answered.
+	flying map[*http.Request]Request
 }
 
 // NewRecorder records the requests that next serves.
-func NewRecorder(next http.Handler) *Recorder { return &Recorder{next: next} }
+func NewRecorder(next http.Handler) *Recorder {
+	return &Recorder{next: next, flying: map[*http.Request]Request{}}
+}
 
 // Front starts an HTTP server in front of the recorder whose requests are
 // recorded as coming via name, and returns its URL (a STRIPE_API_BASE);
@@ -43,11 +47,16 @@ func NewRecorder(next http.Handler) *Recorder { return &Recorder{next: next} }
 func (r *Recorder) Front(tb testing.TB, name string) string {
 	tb.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		at := time.Now()
+		q := Request{At: time.Now(), Account: req.Header.Get("Stripe-Account"), Via: name, Path: req.URL.Path}
+		r.mu.Lock()
+		r.flying[req] = q
+		r.mu.Unlock()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
+			q.Done, q.Status = time.Now(), sw.status
 			r.mu.Lock()
-			r.reqs = append(r.reqs, Request{At: at, Done: time.Now(), Account: req.Header.Get("Stripe-Account"), Via: name, Status: sw.status, Path: req.URL.Path})
+			delete(r.flying, req)
+			r.reqs = append(r.reqs, q)
 			r.mu.Unlock()
 		}()
 		r.next.ServeHTTP(sw, req)
@@ -75,6 +84,21 @@ func (r *Recorder) Requests(keep func(Request) bool) []Request {
 	if keep != nil {
 		out = slices.DeleteFunc(out, func(q Request) bool { return !keep(q) })
 	}
+	slices.SortFunc(out, func(a, b Request) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// InFlight returns the requests not yet answered that keep says to keep
+// (nil: all), in order of arrival; their Done and Status are zero.
+func (r *Recorder) InFlight(keep func(Request) bool) []Request {
+	r.mu.Lock()
+	var out []Request
+	for _, q := range r.flying {
+		if keep == nil || keep(q) {
+			out = append(out, q)
+		}
+	}
+	r.mu.Unlock()
 	slices.SortFunc(out, func(a, b Request) int { return a.At.Compare(b.At) })
 	return out
 }
