@@ -77,7 +77,7 @@ func (c *statusCmd) Run(a *app) error {
 		only = payrecon.AccountJob(c.Job, acct)
 		mon = mon.WithJob(only)
 	}
-	now := time.Now()
+	now := a.clock.Now()
 	st, err := mon.Status(a.ctx, now, !c.Estimate, relay.Kind)
 	if err != nil {
 		return err
