@@ -188,9 +188,9 @@ func New(cfg Config) (*Platform, error) {
 	p := &Platform{cfg: cfg, budget: budget.NewLimiter(cfg.PlatformRPS), replicas: postgres.NewReplicas(cfg.Pool, cfg.Replica),
 		sweepers: map[string]*sweep.Sweeper{}, limiters: map[string]*budget.Limiter{},
 		catchers: map[string]*catchup.Catcher{}, evLimits: map[string]*budget.Limiter{}, shares: 1, metrics: newMetrics()}
-	// Until Run has counted the replicas, this one does not know its
-	// share: it holds the budget (Run releases it at once when it is
-	// alone), and at most a couple of heartbeats if Run never comes.
+	// Until Run has counted the replicas and they have counted this one,
+	// it does not know its share: it holds the budget (join), at most a
+	// couple of heartbeats if Run never comes.
 	p.budget.Hold(time.Now().Add(2 * heartbeat))
 	return p, nil
 }
@@ -248,17 +248,15 @@ func (p *Platform) Run(ctx context.Context) error {
 	}
 }
 
-// join releases the budget New held once this replica, counted among n,
-// may spend its share: at once when it is alone; when others run, after
-// their next heartbeat, before which they still spend the shares of one
-// replica fewer (their sum is the whole budget).
+// join releases the budget New held once this replica may spend its
+// share: a heartbeat (and a margin) after its first, by when every other
+// replica has counted it and spends no more than its own share of the
+// new count. Even a replica that counts itself alone waits: others may be
+// starting at the same moment, each not yet seeing the others' rows.
 func (p *Platform) join(n int) {
-	if n <= 1 {
-		p.budget.Hold(time.Time{})
-		return
-	}
-	p.budget.Hold(time.Now().Add(heartbeat + heartbeat/4))
-	p.cfg.Logger.Info("joining the replicas: the budget share waits for them to count this one", "replicas", n, "wait", heartbeat+heartbeat/4)
+	wait := heartbeat + heartbeat/4
+	p.budget.Hold(time.Now().Add(wait))
+	p.cfg.Logger.Info("joining the replicas: the budget share waits for them to count this one", "replicas", n, "wait", wait)
 }
 
 // setShares divides the platform budget among n replicas.
