@@ -53,18 +53,13 @@ func floor(max rate.Limit) rate.Limit {
 	return rate.Limit(math.Max(float64(max)/20, 0.5))
 }
 
-// Wait blocks until a call may be made, or ctx ends.
+// Wait blocks until a call may be made, or ctx ends. It first waits out
+// every pause and hold of l and of the budgets it spends within, and only
+// then takes its tokens: a token taken before a long wait on the parent
+// would be spent late, in a burst with the next ones.
 func (l *Limiter) Wait(ctx context.Context) error {
 	for {
-		l.mu.Lock()
-		now := l.now()
-		pause := l.pausedUntil.Sub(now)
-		held := l.heldUntil.Sub(now)
-		l.mu.Unlock()
-		if held > 0 {
-			// A hold may be released early: look again soon.
-			pause = max(pause, min(held, holdPoll))
-		}
+		pause := l.blocked()
 		if pause <= 0 {
 			break
 		}
@@ -83,6 +78,24 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		return l.parent.Wait(ctx)
 	}
 	return nil
+}
+
+// blocked returns how long l, or a budget it spends within, is paused
+// (Retry-After) or held (Hold): a hold is looked at again soon, since it
+// may be released early.
+func (l *Limiter) blocked() time.Duration {
+	var d time.Duration
+	for b := l; b != nil; b = b.parent {
+		b.mu.Lock()
+		now := b.now()
+		pause := b.pausedUntil.Sub(now)
+		if held := b.heldUntil.Sub(now); held > 0 {
+			pause = max(pause, min(held, holdPoll))
+		}
+		b.mu.Unlock()
+		d = max(d, pause)
+	}
+	return d
 }
 
 // holdPoll is how often a caller held by Hold looks whether the hold was
