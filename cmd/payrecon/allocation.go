@@ -18,7 +18,7 @@ func (a *app) readAllocation(pool *pgxpool.Pool, col postgres.AccountColumn, cfg
 	if share <= 0 {
 		return out, nil
 	}
-	vols, err := postgres.AccountVolumes(a.ctx, pool, col, time.Now().Add(-payrecon.AllocationWindow))
+	vols, err := postgres.AccountVolumes(a.ctx, pool, col, a.clock.Now().Add(-payrecon.AllocationWindow))
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func (c *statusCmd) Run(a *app) error {
 		only = payrecon.AccountJob(c.Job, acct)
 		mon = mon.WithJob(only)
 	}
-	now := time.Now()
+	now := a.clock.Now()
 	base := ""
 	if accounts.Found {
 		base = c.Job // the platform's lag is its worst account's
