@@ -70,6 +70,8 @@ type runner struct {
 	// accounts is payments' account column (Config.Accounts); not Found
 	// otherwise.
 	accounts postgres.AccountColumn
+	// sessions is payments' Checkout Session column.
+	sessions postgres.SessionColumn
 
 	rep Report
 }
@@ -104,6 +106,15 @@ func (r *runner) play(ctx context.Context) error {
 	// these columns; it compares them when they are there).
 	if _, err := pool.Exec(ctx, queries.Get("add_money_columns")); err != nil {
 		return fmt.Errorf("add the demo's money columns: %w", err)
+	}
+	if _, err := pool.Exec(ctx, queries.Get("add_session_column")); err != nil {
+		return fmt.Errorf("add the demo's session column: %w", err)
+	}
+	if r.sessions, err = postgres.DetectSessionColumn(ctx, pool, postgres.SessionColumnDefault); err != nil {
+		return err
+	}
+	if !r.sessions.Found {
+		return fmt.Errorf("the demo's session column is not used: %s", r.sessions.Problem)
 	}
 	if r.cfg.Accounts > 0 {
 		if err := r.addAccountColumn(ctx); err != nil {
@@ -193,10 +204,17 @@ func (r *runner) play(ctx context.Context) error {
 // time) and stores their PaymentIntents and the orphans in the simulator.
 func (r *runner) seed(ctx context.Context) error {
 	rows := make([][]any, len(r.plan.rows))
-	columns := []string{"order_id", "stripe_payment_intent_id", "status", "created_at", "updated_at", "amount", "currency"}
+	columns := []string{"order_id", "stripe_payment_intent_id", "stripe_checkout_session_id", "status", "created_at", "updated_at", "amount", "currency"}
 	for i, pr := range r.plan.rows {
 		amount, currency := pr.localMoney()
-		rows[i] = []any{fmt.Sprintf("order_%07d", pr.index+1), pr.intentID, string(payrecon.StatusPending), pr.created, pr.created, amount, currency}
+		var intent, session *string
+		if pr.session() {
+			s := pr.sessionID()
+			session = &s
+		} else {
+			intent = &r.plan.rows[i].intentID
+		}
+		rows[i] = []any{fmt.Sprintf("order_%07d", pr.index+1), intent, session, string(payrecon.StatusPending), pr.created, pr.created, amount, currency}
 		if r.accounts.Found {
 			var acct *string // NULL: the platform's own
 			if a := r.plan.accountOf(i); a != "" {
@@ -226,16 +244,31 @@ func (r *runner) seed(ctx context.Context) error {
 	r.ids = make([]int64, len(r.plan.rows))
 	r.byID = make(map[int64]int, len(r.plan.rows))
 	for i, pr := range r.plan.rows {
-		id, ok := byIntent[pr.intentID]
+		key := pr.intentID
+		if pr.session() {
+			key = fmt.Sprintf("order_%07d", pr.index+1)
+		}
+		id, ok := byIntent[key]
 		if !ok {
-			return fmt.Errorf("seeded payment for intent %s is missing", pr.intentID)
+			return fmt.Errorf("seeded payment for %s is missing", key)
 		}
 		r.ids[i], r.byID[id] = id, i
 	}
 
 	var intents []stripesim.Intent
+	var sessions []stripesim.Session
 	for i, pr := range r.plan.rows {
 		status := payrecon.IntentRequiresPaymentMethod
+		switch {
+		case pr.role == roleSessionMissing:
+			continue
+		case pr.session():
+			// The session only: its intent is created when the customer
+			// pays (moveSession). An open one expires a day from now.
+			sessions = append(sessions, stripesim.Session{ID: pr.sessionID(), Created: pr.created,
+				ExpiresAt: time.Now().Add(24 * time.Hour), Account: r.plan.accountOf(i)})
+			continue
+		}
 		switch pr.role {
 		case roleMissingExternally:
 			continue
@@ -251,6 +284,9 @@ func (r *runner) seed(ctx context.Context) error {
 	}
 	if err := r.sim.Seed(len(intents), func(i int) stripesim.Intent { return intents[i] }); err != nil {
 		return fmt.Errorf("seed %d PaymentIntents: %w", len(intents), err)
+	}
+	if err := r.sim.SeedSessions(len(sessions), func(i int) stripesim.Session { return sessions[i] }); err != nil {
+		return fmt.Errorf("seed %d Checkout Sessions: %w", len(sessions), err)
 	}
 	var stuck []int64
 	for i, pr := range r.plan.rows {
@@ -299,7 +335,7 @@ func (r *runner) webhooks(ctx context.Context) error {
 		return err
 	}
 	events := postgres.NewEvents(r.pool, r.writer, nil)
-	events.Accounts = r.accounts
+	events.Accounts, events.Sessions = r.accounts, r.sessions
 	deps := httpapi.Deps{
 		Logger:  quiet(r.log).With("component", "http"),
 		Events:  events,
@@ -442,6 +478,7 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 		SweepProgress:  progress,
 		Ready:          func(string) { once.Do(func() { close(ready) }) },
 		Accounts:       r.accounts,
+		Sessions:       r.sessions,
 		PlatformRPS:    -1, // the simulator has no rate limit
 	})
 	if err != nil {

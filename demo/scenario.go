@@ -39,8 +39,23 @@ const (
 	// and a payment_intent.succeeded for it arrives from another account
 	// (account_mismatch): it must not be applied.
 	roleWrongAccount
+	// Checkout Sessions: rows that record a session (cs_…) and no
+	// PaymentIntent, whose intent is created when the customer pays (the
+	// row's intentID names it in the simulator). Their webhooks are the
+	// checkout.session.* events.
+	roleSessionOpen           // the customer has not paid yet
+	roleSessionPaid           // completed, checkout.session.completed delivered
+	roleSessionAsync          // an asynchronous method: completed, then async_payment_succeeded, both delivered
+	roleSessionExpired        // expired unpaid, checkout.session.expired delivered
+	roleSessionMissedSuccess  // completed, checkout.session.completed dropped
+	roleSessionMissedCancel   // expired, checkout.session.expired dropped
+	roleSessionAmountMismatch // completed and delivered, but the order's amount is not what Stripe took
+	roleSessionMissing        // no such Checkout Session in Stripe
 	numRoles
 )
+
+// firstSessionRole and the roles after it are session rows.
+const firstSessionRole = roleSessionOpen
 
 // roleSpec describes a role: its share of the payments, its minimum count,
 // the drift it injects (empty for in-sync roles), and the local state
@@ -65,7 +80,7 @@ func roleSpecs() [numRoles]roleSpec {
 	)
 	return [numRoles]roleSpec{
 		roleUntouched:         {"pending", 0, 3, "", pending, 0, pending},
-		rolePaid:              {"paid", 0.40, 3, "", paid, 1, paid},
+		rolePaid:              {"paid", 0.29, 3, "", paid, 1, paid},
 		roleFailed:            {"failed", 0.08, 3, "", failed, 1, failed},
 		roleCanceled:          {"canceled", 0.05, 3, "", failed, 1, failed},
 		roleDuplicated:        {"duplicated webhook", 0.03, 4, "", "", 1, ""}, // status set per row
@@ -84,6 +99,15 @@ func roleSpecs() [numRoles]roleSpec {
 		roleDisputed:          {"disputed", 0.002, 2, payrecon.KindDisputed, paid, 1, paid},
 		roleStuck:             {"stuck in requires_capture", 0.002, 2, payrecon.KindStuckInFlight, pending, 0, pending},
 		roleWrongAccount:      {"webhook from another account", 0, 0, payrecon.KindAccountMismatch, pending, 0, pending}, // made by spread
+
+		roleSessionOpen:           {"checkout session open", 0.01, 1, "", pending, 0, pending},
+		roleSessionPaid:           {"checkout session paid", 0.03, 1, "", paid, 1, paid},
+		roleSessionAsync:          {"checkout session, async payment", 0.005, 1, "", paid, 1, paid},
+		roleSessionExpired:        {"checkout session expired", 0.01, 1, "", failed, 1, failed},
+		roleSessionMissedSuccess:  {"dropped checkout.session.completed", 0.01, 2, payrecon.KindMissedSuccess, pending, 0, paid},
+		roleSessionMissedCancel:   {"dropped checkout.session.expired", 0.005, 1, payrecon.KindMissedCancel, pending, 0, failed},
+		roleSessionAmountMismatch: {"checkout session, amount differs", 0.002, 1, payrecon.KindAmountMismatch, paid, 1, paid},
+		roleSessionMissing:        {"no such checkout session", 0.002, 1, payrecon.KindMissingExternally, pending, 0, pending},
 	}
 }
 
@@ -114,7 +138,7 @@ func (r row) amount() int64 { return 500 + int64(r.index%40)*250 }
 // Stripe has, except where the row's role says otherwise.
 func (r row) localMoney() (int64, string) {
 	switch r.role {
-	case roleAmountMismatch:
+	case roleAmountMismatch, roleSessionAmountMismatch:
 		return r.amount() + 100, "usd"
 	case roleCurrencyMismatch:
 		return r.amount(), "eur"
@@ -316,7 +340,7 @@ func (p *plan) settlementKind(i int) payrecon.Kind {
 		return payrecon.KindPaidNotSettled
 	case p.rows[i].role == roleFailedThenPaid:
 		return payrecon.KindSettledNotPaidLocally
-	case p.rows[i].role == roleAmountMismatch:
+	case p.rows[i].role == roleAmountMismatch, p.rows[i].role == roleSessionAmountMismatch:
 		return payrecon.KindSettledAmountMismatch
 	}
 	return ""
@@ -361,8 +385,20 @@ func (r row) kind() payrecon.Kind { return roleSpecs()[r.role].kind }
 
 // repairable reports whether the row's drift is repaired automatically.
 func (r row) repairable() bool {
-	return r.role == roleMissedSuccess || r.role == roleMissedCancel
+	switch r.role {
+	case roleMissedSuccess, roleMissedCancel, roleSessionMissedSuccess, roleSessionMissedCancel:
+		return true
+	}
+	return false
 }
+
+// session reports whether the row records a Checkout Session and no
+// PaymentIntent.
+func (r row) session() bool { return r.role >= firstSessionRole }
+
+// sessionID is a session row's Checkout Session: its intent's id with the
+// session's prefix.
+func (r row) sessionID() string { return "cs_test_" + r.intentID[len("pi_"):] }
 
 // idSource makes Stripe-shaped ids ("pi_" and 24 characters) from the
 // scenario's seeded source, never the same twice.
@@ -448,7 +484,7 @@ func (p *plan) spread(k int, seed uint64) error {
 	for i := range p.rows {
 		r := p.rows[i].role
 		offset := int(r)
-		if r == roleAmountMismatch || r == roleFailedThenPaid || r == roleWrongAccount {
+		if r == roleAmountMismatch || r == roleFailedThenPaid || r == roleWrongAccount || r == roleSessionAmountMismatch {
 			offset = 0 // their first row is the platform's: its payouts show their settlement drift
 		}
 		p.rows[i].account = (next[r] + offset) % (k + 1)

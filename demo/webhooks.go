@@ -73,6 +73,17 @@ func moveIntents(sim *stripesim.Server, p *plan) ([]intentSends, WebhookReport, 
 		template string // a payment_intent.succeeded, the forgeries' model
 	)
 	for _, r := range p.rows {
+		if r.session() {
+			is, dropped, err := moveSession(sim, r)
+			if err != nil {
+				return nil, rep, err
+			}
+			rep.Dropped += dropped
+			if len(is.sends) > 0 {
+				out = append(out, is)
+			}
+			continue
+		}
 		var events []string
 		set := func(s payrecon.StripeStatus, wantEvent bool) error {
 			id, err := sim.SetStatus(r.intentID, s)
@@ -304,4 +315,48 @@ func (f *forgery) payload(real []byte) ([]byte, error) {
 	}
 	obj["id"] = f.intentID
 	return json.Marshal(ev)
+}
+
+// moveSession plays a session row's Checkout Session as its role says: the
+// customer pays (the session's PaymentIntent, the row's intentID, is
+// created a second after the row, on the row's account), pays with an
+// asynchronous method that settles later, or never pays and the session
+// expires. It returns the checkout.session.* deliveries to make (the
+// intents' own payment_intent.* events are not sent: the demo's endpoint
+// listens to the session's) and how many events were dropped.
+func moveSession(sim *stripesim.Server, r row) (intentSends, int, error) {
+	is := intentSends{intentID: r.intentID}
+	in := stripesim.Intent{ID: r.intentID, Amount: r.amount(), Currency: "usd", Created: r.created.Add(time.Second)}
+	var events []string
+	switch r.role {
+	case roleSessionPaid, roleSessionMissedSuccess, roleSessionAmountMismatch:
+		ev, _, err := sim.CompleteSession(r.sessionID(), in, false)
+		if err != nil {
+			return is, 0, fmt.Errorf("complete session %s: %w", r.sessionID(), err)
+		}
+		events = append(events, ev)
+	case roleSessionAsync:
+		ev, _, err := sim.CompleteSession(r.sessionID(), in, true)
+		if err != nil {
+			return is, 0, fmt.Errorf("complete session %s: %w", r.sessionID(), err)
+		}
+		settled, err := sim.SettleAsyncSession(r.sessionID(), true)
+		if err != nil {
+			return is, 0, fmt.Errorf("settle session %s: %w", r.sessionID(), err)
+		}
+		events = append(events, ev, settled)
+	case roleSessionExpired, roleSessionMissedCancel:
+		ev, err := sim.ExpireSession(r.sessionID())
+		if err != nil {
+			return is, 0, fmt.Errorf("expire session %s: %w", r.sessionID(), err)
+		}
+		events = append(events, ev)
+	}
+	if r.role == roleSessionMissedSuccess || r.role == roleSessionMissedCancel {
+		return is, len(events), nil
+	}
+	for _, ev := range events {
+		is.sends = append(is.sends, send{eventID: ev})
+	}
+	return is, 0, nil
 }

@@ -142,6 +142,7 @@ func Run(ctx context.Context, cfg Config) Report {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	var rep Report
+	sessions := false // the rows record Checkout Sessions: the key must read them
 	pool := checkDatabase(ctx, &rep, cfg)
 	if pool != nil {
 		defer pool.Close()
@@ -150,8 +151,11 @@ func Run(ctx context.Context, cfg Config) Report {
 		checkConnections(ctx, &rep, pool, cfg)
 		checkDatabaseClock(ctx, &rep, pool, cfg)
 		checkReads(ctx, &rep, pool, cfg)
+		if sc, err := postgres.DetectSessionColumn(ctx, pool, cfg.SessionColumn); err == nil {
+			sessions = sc.Found
+		}
 	}
-	checkStripe(ctx, &rep, cfg)
+	checkStripe(ctx, &rep, cfg, sessions)
 	checkWebhookSecrets(&rep, cfg)
 	checkNotify(ctx, &rep, cfg)
 	checkConsole(&rep, cfg)
@@ -502,7 +506,7 @@ func count(f float64) string {
 	return digits.Group(int64(math.Round(f)), ",")
 }
 
-func checkStripe(ctx context.Context, rep *Report, cfg Config) {
+func checkStripe(ctx context.Context, rep *Report, cfg Config, sessions bool) {
 	key := cfg.StripeSecretKey
 	mode := ""
 	switch {
@@ -542,7 +546,7 @@ func checkStripe(ctx context.Context, rep *Report, cfg Config) {
 	} else {
 		rep.ok("stripe_key", fmt.Sprintf("a %s-mode restricted key that Stripe accepts", mode))
 	}
-	for _, pc := range cfg.Gateway.CheckPermissions(ctx, stripeapi.AccessNeeds{Charges: true, Events: cfg.EventsInterval > 0}) {
+	for _, pc := range cfg.Gateway.CheckPermissions(ctx, stripeapi.AccessNeeds{Charges: true, Events: cfg.EventsInterval > 0, Sessions: sessions}) {
 		name := "permission " + pc.Permission
 		switch {
 		case pc.Err == nil:

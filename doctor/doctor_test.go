@@ -220,6 +220,10 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 		{"no Events: Read", "permission Events: Read", doctor.Fail, "Events: Read", func(t *testing.T, _ *doctor.Config, _ *pgxpool.Pool, sim *stripesim.Server) {
 			sim.SetFaults(stripesim.Faults{MissingPermissions: []string{stripesim.PermissionEventRead}})
 		}},
+		{"session rows without Checkout Sessions: Read", "permission Checkout Sessions: Read", doctor.Fail, "Checkout Sessions: Read", func(t *testing.T, _ *doctor.Config, pool *pgxpool.Pool, sim *stripesim.Server) {
+			pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN stripe_checkout_session_id text")
+			sim.SetFaults(stripesim.Faults{MissingPermissions: []string{stripesim.PermissionCheckoutSessionRead}})
+		}},
 		{"no PaymentIntents: Read", "permission PaymentIntents: Read", doctor.Fail, "PaymentIntents: Read", func(t *testing.T, _ *doctor.Config, _ *pgxpool.Pool, sim *stripesim.Server) {
 			sim.SetFaults(stripesim.Faults{MissingPermissions: []string{stripesim.PermissionPaymentIntentRead}})
 		}},

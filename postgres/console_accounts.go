@@ -29,6 +29,16 @@ type ConsoleAccounts struct {
 	col      AccountColumn
 	base     string
 	counts   string
+	// alloc, when set, projects an account's reads (WithAllocation).
+	alloc *allocationParams
+}
+
+// allocationParams are the sweep's figures the read allocation's
+// projection needs.
+type allocationParams struct {
+	readsPerRow float64
+	minCycle    time.Duration
+	minCycles   map[string]time.Duration
 }
 
 // NewConsoleAccounts returns the reader of base's account jobs (the sweep
@@ -40,6 +50,17 @@ func NewConsoleAccounts(pool *pgxpool.Pool, col AccountColumn, base string) *Con
 
 func accountLine(l AccountLag) readmodel.AccountLine {
 	return readmodel.AccountLine{Account: l.Account, Job: l.Job, Lag: l.Lag, LastCycleCompletedAt: l.LastCycleCompletedAt, Behind: l.Behind}
+}
+
+// WithAllocation returns the reader that also projects an account's reads
+// over Stripe's 30 days against its read allocation (payrecon.Allocate, as
+// status does), for a sweep that reads readsPerRow per row
+// (sweep.Mode.ReadsPerRow) every minCycle, or an account's longer cycle in
+// minCycles (run's --read-share: service.Config.MinCycles).
+func (c *ConsoleAccounts) WithAllocation(readsPerRow float64, minCycle time.Duration, minCycles map[string]time.Duration) *ConsoleAccounts {
+	r := *c
+	r.alloc = &allocationParams{readsPerRow: readsPerRow, minCycle: minCycle, minCycles: minCycles}
+	return &r
 }
 
 // Summary implements console.AccountsReader: status's accounts summary.
@@ -164,6 +185,18 @@ func (c *ConsoleAccounts) Account(ctx context.Context, now time.Time, account st
 				d.Events = &readmodel.AccountEvents{Job: e.Job, EventID: e.EventID, Age: e.Age, LastDelay: e.LastDelay}
 			}
 		}
+	}
+	if c.alloc != nil {
+		v, err := AccountVolume(ctx, c.pool, c.col, account, now.Add(-payrecon.AllocationWindow))
+		if err != nil {
+			return d, err
+		}
+		cycle := c.alloc.minCycle
+		if m := c.alloc.minCycles[account]; m > cycle {
+			cycle, d.Stretched = m, true
+		}
+		r := payrecon.Allocate(payrecon.AllocationInput{Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: c.alloc.readsPerRow, Cycle: cycle})
+		d.Allocation = &r
 	}
 	open, err := c.openFindings(ctx, []string{account})
 	if err != nil {

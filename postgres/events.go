@@ -391,7 +391,12 @@ func (e *Events) applySession(ctx context.Context, tx pgx.Tx, ev payrecon.Event,
 	} else if _, err := e.hold(ctx, tx, ev, cmd, intentID, find, now, res); err != nil {
 		return fmt.Errorf("hold event %s: %w", ev.ID, err)
 	}
-	if found && ev.IntentID() != "" {
+	if found && ev.IntentID() != "" && ref.ID != 0 {
+		if _, err := tx.Exec(ctx, queries.Get("record_session_intents"), pgx.StrictNamedArgs{
+			"payment_ids": []int64{id}, "session_ids": []string{ev.SessionID()}, "intent_ids": []string{ev.IntentID()}, "now": now,
+		}); err != nil {
+			return fmt.Errorf("keep the intent of checkout session %s (event %s): %w", ev.SessionID(), ev.ID, err)
+		}
 		if _, err := tx.Exec(ctx, queries.Get("resolve_orphans"), pgx.StrictNamedArgs{
 			"intent_ids": []string{ev.IntentID()}, "now": now, "job": "webhook",
 			"kind": string(payrecon.KindMissingLocally), "resolution": string(payrecon.ResolvedLocalRowAppeared),

@@ -189,6 +189,19 @@ func (r *Findings) Payment(ctx context.Context, id int64) (payrecon.Payment, err
 	return p, nil
 }
 
+// PaymentSession returns the Checkout Session payment id records, "" when
+// it records none or payments has no session column (col not found).
+func (r *Findings) PaymentSession(ctx context.Context, col SessionColumn, id int64) (string, error) {
+	if !col.Found {
+		return "", nil
+	}
+	var s string
+	if err := r.pool.QueryRow(ctx, sessionSQL(queries.Get("payment_session"), col), pgx.StrictNamedArgs{"id": id}).Scan(&s); err != nil {
+		return "", fmt.Errorf("the checkout session of payment %d: %w", id, err)
+	}
+	return s, nil
+}
+
 // RepairCommandFor returns the outbox id of the repair command queued with
 // the finding, or 0.
 func (r *Findings) RepairCommandFor(ctx context.Context, findingID int64) (int64, error) {

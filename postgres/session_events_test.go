@@ -128,9 +128,20 @@ func TestSessionEventsThroughTheWriter(t *testing.T) {
 	if res := b.deliver(t, b.events, processing); res.Outcome != payrecon.OutcomeIgnored {
 		t.Fatalf("completed, still processing: %+v", res)
 	}
+	before = len(b.sim.Events())
 	settled, _ := b.sim.SettleAsyncSession("cs_test_async", true)
 	if res := b.deliver(t, b.events, settled); res.Outcome != string(payrecon.Applied) {
 		t.Fatalf("async_payment_succeeded: %+v", res)
+	}
+	// The intent's own event arrives after the session's: the session row
+	// accounts for the intent, which is never missing_locally.
+	for _, e := range b.sim.Events()[before:] {
+		if e.Type == payrecon.EventPaymentIntentSucceeded {
+			b.deliver(t, b.events, e.ID)
+		}
+	}
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_locally'"); n != 1 {
+		t.Errorf("%d missing_locally findings: want only the card's, opened before its session's event (and resolved)", n)
 	}
 	failStart, _, _ := b.sim.CompleteSession("cs_test_failing", stripesim.Intent{}, true)
 	b.deliver(t, b.events, failStart)

@@ -220,6 +220,11 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 				"row_count": rng.rows, "prune_before": rng.pruneBefore, "range_account": s.rangeAccount(),
 			})
 		}
+		if ids, sessions, intents := sessionIntents(c.Checks); len(ids) > 0 {
+			b.Queue(queries.Get("record_session_intents"), pgx.StrictNamedArgs{
+				"payment_ids": ids, "session_ids": sessions, "intent_ids": intents, "now": c.Now,
+			})
+		}
 		if invalid := invalidRows(c.Checks); len(invalid) > 0 {
 			b.Queue(queries.Get("open_invalid_rows"), pgx.StrictNamedArgs{
 				"ids": invalid, "kind": string(payrecon.KindInvalidLocalRow), "verdict": string(payrecon.NeedsReview),
@@ -541,6 +546,17 @@ func (s *Store) NextRecheck(ctx context.Context, job, reason string) (time.Time,
 		return time.Time{}, nil
 	}
 	return *due, nil
+}
+
+// sessionIntents lists the session rows whose Checkout Session named a
+// PaymentIntent, with the session and the intent (record_session_intents.sql).
+func sessionIntents(checks []payrecon.Check) (ids []int64, sessions, intents []string) {
+	for _, ch := range checks {
+		if s := ch.Session; s != nil && s.PaymentIntentID != "" && ch.Row.IntentID == "" {
+			ids, sessions, intents = append(ids, ch.Row.ID), append(sessions, s.ID), append(intents, s.PaymentIntentID)
+		}
+	}
+	return ids, sessions, intents
 }
 
 // invalidRows lists the payments of the checks decided invalid_local_row

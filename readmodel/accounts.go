@@ -63,6 +63,13 @@ type AccountDetail struct {
 	// Events is the connected account's events catch-up cursor (nil for
 	// the platform's own, or before its first round).
 	Events *AccountEvents
+	// Allocation is the account's projected reads over Stripe's 30 days
+	// against its read allocation, at the cycle the sweep keeps (nil when
+	// the reader does not know the sweep's mode and cycle).
+	Allocation *payrecon.AllocationResult
+	// Stretched: --read-share stretched the account's cycle to
+	// Allocation.Cycle.
+	Stretched bool
 }
 
 // More reports whether the account has more open findings than its page

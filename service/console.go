@@ -100,7 +100,12 @@ func (s *Service) newConsole(pool *pgxpool.Pool, actions *action.Actions) (*cons
 	}
 	cc.Sessions = postgres.NewConsoleSessions(pool)
 	if s.cfg.Accounts.Found { // a platform on Connect: the Accounts pages
-		cc.Accounts = postgres.NewConsoleAccounts(pool, s.cfg.Accounts, cmp.Or(s.cfg.Sweep.Job, sweep.DefaultJob))
+		minCycle := s.cfg.Sweep.MinCycle
+		if minCycle == 0 {
+			minCycle = sweep.DefaultConfig().MinCycle
+		}
+		cc.Accounts = postgres.NewConsoleAccounts(pool, s.cfg.Accounts, cmp.Or(s.cfg.Sweep.Job, sweep.DefaultJob)).
+			WithAllocation(cmp.Or(s.cfg.Sweep.Mode, sweep.DefaultConfig().Mode).ReadsPerRow(), max(minCycle, 0), s.cfg.MinCycles)
 	}
 	cc.Actions = &consoleActions{actions: actions}
 	cc.Logger = s.cfg.Logger.With("component", "console")

@@ -47,7 +47,10 @@ func sessionCases() []sessionCase {
 		return func(t *testing.T, sim *stripesim.Server, id string, created time.Time) {
 			t.Helper()
 			open(t, sim, id, created)
-			if _, _, err := sim.CompleteSession(id, stripesim.Intent{ID: "pi_of_" + id, Amount: amount, Currency: "usd"}, async); err != nil {
+			// Paid half a minute after the session was created: its intent
+			// falls in the listed windows of neighbouring batches too.
+			in := stripesim.Intent{ID: "pi_of_" + id, Amount: amount, Currency: "usd", Created: created.Add(30 * time.Second)}
+			if _, _, err := sim.CompleteSession(id, in, async); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -100,6 +103,15 @@ func setupSessions(t *testing.T, reps int) (*simBundle, map[int64]sessionCase) {
 			byID[insert(nil, &cs, c.local, at)] = c
 		}
 	}
+	// Real orphans among them, the last just after the last row: list mode
+	// reports every one, however long it held them back.
+	for i := range 6 {
+		created := base.Add(time.Duration(i*len(byID)/5) * 14 * time.Second).Add(3 * time.Second)
+		if i == 5 {
+			created = at.Add(20 * time.Second)
+		}
+		b.sim.Put(stripesim.Intent{ID: fmt.Sprintf("pi_orphan_%d", i), Status: payrecon.IntentSucceeded, Created: created})
+	}
 	insert(nil, nil, payrecon.StatusPending, at.Add(time.Second))
 	empty := ""
 	insert(nil, &empty, payrecon.StatusPending, at.Add(2*time.Second))
@@ -146,8 +158,17 @@ func TestSessionRowsEveryModeAgrees(t *testing.T) {
 		if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'invalid_local_row'"); n != 2 {
 			t.Errorf("%s: %d invalid_local_row findings, want the 2 rows with neither id", mode, n)
 		}
-		if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_locally'"); n != 0 {
+		// Paid half a minute after their rows, the sessions' intents fall in
+		// the listed windows of the batches before their rows too: none is
+		// ever taken for an orphan, not even for a while.
+		if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_locally' AND stripe_payment_intent_id NOT LIKE 'pi_orphan_%'"); n != 0 {
 			t.Errorf("%s: %d missing_locally findings: a session's PaymentIntent taken for an orphan", mode, n)
+		}
+		if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_locally' AND stripe_payment_intent_id LIKE 'pi_orphan_%'"); mode == sweep.ModeList && n != 6 {
+			t.Errorf("list mode reported %d of the 6 orphans", n)
+		}
+		if n := b.count(t, "SELECT count(*) FROM payrecon_session_intents"); n != 100 {
+			t.Errorf("%s: %d session intents kept, want the 100 sessions with an intent", mode, n)
 		}
 		// The finding names the session's PaymentIntent the row does not record.
 		if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missed_success' AND details->>'session_payment_intent' LIKE 'pi_of_cs_%' AND details->>'checkout_session' LIKE 'cs_test_%'"); n != 25 {
@@ -191,7 +212,7 @@ func deref(s *string) string {
 func sessionSnapshot(t *testing.T, b *simBundle) []string {
 	t.Helper()
 	rows, err := b.pool.Query(context.Background(), `
-		SELECT 'F ' || coalesce(p.stripe_payment_intent_id, p.stripe_checkout_session_id, '-') || ' ' || f.kind || ' ' || coalesce(f.external_status, '-') || ' ' || coalesce((f.details #- '{charge,observed_at}' #- '{charge,created}')::text, '-')
+		SELECT 'F ' || coalesce(p.stripe_payment_intent_id, p.stripe_checkout_session_id, f.stripe_payment_intent_id, '-') || ' ' || f.kind || ' ' || coalesce(f.external_status, '-') || ' ' || coalesce((f.details #- '{charge,observed_at}' #- '{charge,created}')::text, '-')
 		  FROM reconciliation_findings f JOIN payments p ON p.id = f.payment_id
 		UNION ALL
 		SELECT 'O ' || coalesce(stripe_payment_intent_id, stripe_checkout_session_id, '-') || ' ' || coalesce(observed_external_status, '-') FROM payments`)
@@ -241,5 +262,23 @@ func TestSessionRowOfAConnectedAccount(t *testing.T) {
 		if w := b.sim.Stats().WrongAccount; w != 0 {
 			t.Errorf("%s: %d reads as the wrong account", mode, w)
 		}
+	}
+}
+
+// On a table with session rows, an orphan held back by the last full batch
+// is reported at the wrap.
+func TestHeldBackOrphansReportedAtTheWrap(t *testing.T) {
+	t.Parallel()
+	b, cases := setupSessions(t, 25)
+	rows := 2*len(cases) + 2 // two full batches, then the wrap
+	rep, err := b.sweeper(sweep.Config{Batch: rows / 2, Mode: sweep.ModeList}).RunCycle(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_locally' AND stripe_payment_intent_id LIKE 'pi_orphan_%'"); n != 6 {
+		t.Errorf("%d of the 6 orphans reported (cycle %+v)", n, rep)
+	}
+	if n := b.count(t, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_locally' AND stripe_payment_intent_id NOT LIKE 'pi_orphan_%'"); n != 0 {
+		t.Errorf("%d sessions' intents taken for orphans", n)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -263,6 +264,12 @@ type Sweeper struct {
 	// sessionLister list mode's listed sessions (session rows).
 	sessions      payrecon.SessionGateway
 	sessionLister lister
+	// sawSessions is set once a batch held a session row; from then on
+	// list mode's orphans wait for the rows created before them
+	// (deferOrphans), kept in pending meanwhile.
+	sawSessions atomic.Bool
+	pendingMu   sync.Mutex
+	pending     []payrecon.Orphan
 	// slots holds one token per Stripe request in flight (Config.Concurrency).
 	slots chan struct{}
 	// fence is the epoch of the lease held now (0: none).
@@ -383,6 +390,15 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 	}
 	rep.Cursor, rep.CycleStartedAt = cur.LastID, cur.CycleStartedAt
 	if len(rows) == 0 && !rechecksOnly {
+		if pending := s.takePending(); len(pending) > 0 {
+			// The orphans the last batches held back: the table ends here.
+			res, err := s.store.CommitBatch(ctx, payrecon.BatchCommit{Job: s.cfg.Job, From: cur.LastID, Orphans: pending,
+				Now: s.cfg.Clock.Now(), Fence: s.fence.Load(), StuckAfter: s.cfg.StuckAfter})
+			if err != nil {
+				return rep, err
+			}
+			rep.setResult(res)
+		}
 		if err := s.store.Wrap(ctx, s.cfg.Job, cur.LastID, s.fence.Load(), now); err != nil {
 			return rep, err
 		}
@@ -589,7 +605,56 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 	for i := range checks {
 		s.dropIgnored(&checks[i])
 	}
+	if len(sessionNeed) > 0 {
+		s.sawSessions.Store(true)
+	}
+	if s.sawSessions.Load() && len(listable)+len(sessionListable) > 0 {
+		return checks, s.deferOrphans(orphans, checks, rows, append(listable, sessionListable...), more), calls, nil
+	}
 	return checks, sessionOrphans(orphans, checks), calls, nil
+}
+
+// deferOrphans holds back, on a table with session rows, the listed
+// PaymentIntents created after the batch's newest row: a session row
+// created before such an intent may be in the next batches (its intent is
+// created when the customer pays, after the row), and is then read there.
+// Each is reported by the first batch whose rows reach its creation time,
+// unless a session row of that batch (or payrecon_session_intents, at the
+// commit) accounts for it, and every one at the end of the table (more
+// false; a cycle that ends on a full batch reports them at its wrap).
+func (s *Sweeper) deferOrphans(orphans []payrecon.Orphan, checks []payrecon.Check, rows []payrecon.PaymentRow, idx []int, more bool) []payrecon.Orphan {
+	var horizon time.Time
+	for _, i := range idx {
+		if rows[i].CreatedAt.After(horizon) {
+			horizon = rows[i].CreatedAt
+		}
+	}
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	all := sessionOrphans(append(s.pending, orphans...), checks)
+	s.pending = nil
+	seen := make(map[string]bool, len(all))
+	var out []payrecon.Orphan
+	for _, o := range all {
+		switch {
+		case seen[o.IntentID]:
+		case more && o.Created.After(horizon):
+			s.pending = append(s.pending, o)
+		default:
+			out = append(out, o)
+		}
+		seen[o.IntentID] = true
+	}
+	return out
+}
+
+// takePending returns, and forgets, the orphans deferOrphans still holds.
+func (s *Sweeper) takePending() []payrecon.Orphan {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	p := s.pending
+	s.pending = nil
+	return p
 }
 
 // sessionOrphans drops the listed PaymentIntents that a session row of the

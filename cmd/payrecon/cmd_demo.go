@@ -200,6 +200,7 @@ func printDemo(a *app, r demo.Report) {
 		printDemoAccounts(w, *r.Platform)
 		fmt.Fprintln(w)
 	}
+	printDemoSessions(w, r.Sessions)
 
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "false findings\t%d\t(findings on rows or intents not injected with that kind)\n", r.FalseFindings)
@@ -365,4 +366,18 @@ func printDemoAccounts(w io.Writer, p demo.PlatformReport) {
 	}
 	fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", width, "total", tot.Rows, tot.Swept, tot.Injected, tot.Detected, tot.Repaired, tot.LeftForReview, tot.Missed)
 	_ = tw.Flush()
+}
+
+// printDemoSessions prints the session rows' scorecard: a line per kind
+// injected on them.
+func printDemoSessions(w io.Writer, s demo.SessionReport) {
+	fmt.Fprintf(w, "Checkout Session rows (a session, no PaymentIntent id): %d\n", s.Rows)
+	for _, k := range s.Kinds {
+		repaired := ""
+		if k.Repairable {
+			repaired = fmt.Sprintf(", %d repaired", k.Repaired)
+		}
+		fmt.Fprintf(w, "  %s: %d injected, %d detected%s, %d left for review, %d missed\n", k.Kind, k.Injected, k.Detected, repaired, k.LeftForReview, k.Missed)
+	}
+	fmt.Fprintln(w)
 }

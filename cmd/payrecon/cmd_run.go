@@ -200,7 +200,7 @@ func (c *runCmd) Run(a *app) error {
 	}
 	// The sweep reads every intent with its latest charge expanded (Charges:
 	// Read); the catch-up lists events (Events: Read).
-	if err := a.checkAccess(svc.Gateway(), stripeapi.AccessNeeds{Charges: true, Events: c.EventsInterval > 0}); err != nil {
+	if err := a.checkAccess(svc.Gateway(), stripeapi.AccessNeeds{Charges: true, Events: c.EventsInterval > 0, Sessions: sessions.Found}); err != nil {
 		return err
 	}
 	err = svc.Run(a.ctx)

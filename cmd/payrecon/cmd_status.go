@@ -79,7 +79,7 @@ func (c *statusCmd) Run(a *app) error {
 		only = payrecon.AccountJob(c.Job, acct)
 		mon = mon.WithJob(only)
 	}
-	now := time.Now()
+	now := a.clock.Now()
 	base := ""
 	if accounts.Found {
 		base = c.Job // the platform's lag is its worst account's
@@ -147,7 +147,7 @@ func (c *statusCmd) allocation(a *app, pool *pgxpool.Pool, col postgres.AccountC
 	}
 	var total payrecon.AllocationInput
 	for _, v := range vols {
-		in := payrecon.AllocationInput{Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: readsPerRow(mode), Cycle: c.MinCycle, Share: c.ReadShare}
+		in := payrecon.AllocationInput{Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: mode.ReadsPerRow(), Cycle: c.MinCycle, Share: c.ReadShare}
 		out.Accounts = append(out.Accounts, accountAllocation{Account: v.Account, AllocationResult: payrecon.Allocate(in)})
 		total.Rows += v.Rows
 		total.Transactions += v.Recent
@@ -159,7 +159,7 @@ func (c *statusCmd) allocation(a *app, pool *pgxpool.Pool, col postgres.AccountC
 	out.Accounts = out.Accounts[:min(len(out.Accounts), 10)]
 	if col.Found {
 		p := payrecon.Allocate(payrecon.AllocationInput{Rows: total.Rows, Transactions: total.Transactions,
-			ReadsPerRow: readsPerRow(mode), Cycle: c.MinCycle, Share: c.ReadShare})
+			ReadsPerRow: mode.ReadsPerRow(), Cycle: c.MinCycle, Share: c.ReadShare})
 		out.Platform = &p
 	}
 	return out, nil
