@@ -7,12 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/service"
 	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // rescueSlack is how much later than --repair-rescue-after a repair job
@@ -45,20 +48,67 @@ type runCmd struct {
 }
 
 func (c *runCmd) Run(a *app) error {
-	cfg, err := c.sweepFlags.config()
+	cfg, err := c.sweepConfig(a)
 	if err != nil {
 		return err
 	}
+	rc, err := c.relayConfig()
+	if err != nil {
+		return err
+	}
+	password, err := c.consoleFlags.password()
+	if err != nil {
+		return err
+	}
+	if err := service.CheckAdminExposure(c.AdminAddr, password); err != nil {
+		return configError{err}
+	}
+	c.logConfiguration(a, cfg)
+	pool, err := a.openMigratedDB()
+	if err != nil {
+		return err
+	}
+	defer closePool(pool)
+	sc, sessions, err := c.serviceConfig(a, pool, cfg, rc, password)
+	if err != nil {
+		return err
+	}
+	svc, err := service.New(pool, sc)
+	if err != nil {
+		return configError{err}
+	}
+	if err := a.checkStripe(svc.Gateway()); err != nil {
+		return err
+	}
+	// The sweep reads every intent with its latest charge expanded (Charges:
+	// Read); the catch-up lists events (Events: Read).
+	if err := a.checkAccess(svc.Gateway(), stripeapi.AccessNeeds{Charges: true, Events: c.EventsInterval > 0, Sessions: sessions.Found}); err != nil {
+		return err
+	}
+	err = svc.Run(a.ctx)
+	if errors.Is(err, context.Canceled) && a.ctx.Err() != nil {
+		return nil // SIGINT/SIGTERM: a clean stop
+	}
+	return err
+}
+
+// sweepConfig checks run's flags and returns the sweep's configuration;
+// --workers is lowered to what the connection budget holds.
+func (c *runCmd) sweepConfig(a *app) (sweep.Config, error) {
+	cfg, err := c.sweepFlags.config()
+	if err != nil {
+		return cfg, err
+	}
 	switch {
 	case c.MinCycle < 0:
-		return usageError{fmt.Errorf("--min-cycle must not be negative, got %s (0 means no minimum)", c.MinCycle)}
+		return cfg, usageError{fmt.Errorf("--min-cycle must not be negative, got %s (0 means no minimum)", c.MinCycle)}
 	case c.MinCycle == 0:
 		cfg.MinCycle = -1 // no minimum (a zero Config field would mean the default)
 	default:
 		cfg.MinCycle = c.MinCycle
 	}
 	if err := checkDetectionFlags(c.EventsInterval, c.Recent, c.RecentInterval); err != nil {
-		return err
+		return cfg, err
 	}
 	for _, err := range []error{
 		c.stripeFlags.check(),
@@ -70,46 +120,51 @@ func (c *runCmd) Run(a *app) error {
 		checkSecretList("STRIPE_WEBHOOK_SECRET (--stripe-webhook-secret)", c.WebhookSecret),
 	} {
 		if err != nil {
-			return err
+			return cfg, err
 		}
 	}
 	if cfg.Job == catchup.JobDefault || strings.HasSuffix(cfg.Job, payrecon.RecentJobSuffix) {
-		return usageError{fmt.Errorf("--job %q is reserved (the events catch-up is %q; recent windows end in %q): choose another name", cfg.Job, catchup.JobDefault, payrecon.RecentJobSuffix)}
+		return cfg, usageError{fmt.Errorf("--job %q is reserved (the events catch-up is %q; recent windows end in %q): choose another name", cfg.Job, catchup.JobDefault, payrecon.RecentJobSuffix)}
 	}
 	if c.PruneInterval < 0 {
-		return usageError{fmt.Errorf("--prune-interval must not be negative, got %s (0 means never)", c.PruneInterval)}
+		return cfg, usageError{fmt.Errorf("--prune-interval must not be negative, got %s (0 means never)", c.PruneInterval)}
 	}
 	if c.PayoutsInterval < 0 || (c.PayoutsInterval > 0 && c.PayoutsInterval < time.Second) {
-		return usageError{fmt.Errorf("--payouts-interval must be 0 (off) or at least 1s, got %s", c.PayoutsInterval)}
+		return cfg, usageError{fmt.Errorf("--payouts-interval must be 0 (off) or at least 1s, got %s", c.PayoutsInterval)}
 	}
 	if a.cli.DBMaxConns < runConnMin {
-		return usageError{fmt.Errorf("--db-max-conns %d is too few for run: it needs at least %d (%d besides the repair workers)", a.cli.DBMaxConns, runConnMin, runConnReserve)}
+		return cfg, usageError{fmt.Errorf("--db-max-conns %d is too few for run: it needs at least %d (%d besides the repair workers)", a.cli.DBMaxConns, runConnMin, runConnReserve)}
 	}
 	if w, lowered := workersWithin(c.Workers, a.cli.DBMaxConns, runConnReserve); lowered {
 		a.logger.Warn("fewer repair workers than --workers: the connection budget holds no more", "workers", c.Workers, "db_max_conns", a.cli.DBMaxConns, "effective_workers", w)
 		c.Workers = w
 	}
+	return cfg, nil
+}
+
+// relayConfig is the relay's configuration: workers, attempts, rescue,
+// prune and notifications.
+func (c *runCmd) relayConfig() (relay.Config, error) {
 	rc, err := c.retainFlags.relayConfig(relay.Config{Workers: c.Workers, MaxAttempts: c.MaxAttempts,
 		RescueStuckJobsAfter: c.RescueAfter, JobTimeout: c.RescueAfter / 3, PruneInterval: c.PruneInterval})
 	if err != nil {
-		return err
+		return rc, err
 	}
 	if c.PruneInterval == 0 {
 		rc.PruneInterval = -1 // never (a zero Config field would mean the default)
 	}
 	if rc.Notify, err = c.notifyFlags.config(); err != nil {
-		return err
+		return rc, err
 	}
 	if c.RescueAfter < 3*time.Second {
-		return usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
+		return rc, usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
 	}
-	password, err := c.consoleFlags.password()
-	if err != nil {
-		return err
-	}
-	if err := service.CheckAdminExposure(c.AdminAddr, password); err != nil {
-		return configError{err}
-	}
+	return rc, nil
+}
+
+// logConfiguration logs the effective configuration, secrets redacted,
+// from the flag groups' settings.
+func (c *runCmd) logConfiguration(a *app, cfg sweep.Config) {
 	a.logger.Info("configuration", logAttrs(a.cli.databaseSettings(), c.stripeFlags.settings(), c.publicListenFlags.settings(),
 		c.consoleFlags.settings(), []setting{
 			{"job", "--job", cfg.Job}, {"batch", "--batch", c.Batch}, {"grace", "--grace", c.Grace}, {"rps", "--rps", c.RPS},
@@ -127,27 +182,28 @@ func (c *runCmd) Run(a *app) error {
 			{"verified_refresh", "PAYRECON_VERIFIED_REFRESH / --verified-refresh", c.VerifiedRefresh},
 		}, c.repairModeFlag.settings())...)
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
-	pool, err := a.openMigratedDB()
-	if err != nil {
-		return err
-	}
-	defer closePool(pool)
+}
+
+// serviceConfig reads what the database says of payments (the money,
+// account and session columns, the read allocation) and builds the
+// service's configuration.
+func (c *runCmd) serviceConfig(a *app, pool *pgxpool.Pool, cfg sweep.Config, rc relay.Config, password string) (service.Config, postgres.SessionColumn, error) {
 	cols, err := a.moneyColumns(pool, c.moneyColumnFlags)
 	if err != nil {
-		return err
+		return service.Config{}, postgres.SessionColumn{}, err
 	}
 	cfg.Money = cols.Checks(cfg.Money.Ignore)
 	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
 	if err != nil {
-		return err
+		return service.Config{}, postgres.SessionColumn{}, err
 	}
 	sessions, err := a.sessionColumn(pool, c.sessionColumnFlag)
 	if err != nil {
-		return err
+		return service.Config{}, postgres.SessionColumn{}, err
 	}
 	minCycles, err := a.readAllocation(pool, accounts, cfg, c.ReadShare)
 	if err != nil {
-		return err
+		return service.Config{}, postgres.SessionColumn{}, err
 	}
 	if m, ok := minCycles[""]; ok && !accounts.Found {
 		cfg.MinCycle = m
@@ -162,9 +218,9 @@ func (c *runCmd) Run(a *app) error {
 	}
 	payouts, err := a.payoutsAccess(c.stripeFlags, c.PayoutsInterval)
 	if err != nil {
-		return err
+		return service.Config{}, postgres.SessionColumn{}, err
 	}
-	svc, err := service.New(pool, service.Config{
+	return service.Config{
 		HTTPAddr:        c.HTTPAddr,
 		HTTPMaxConns:    c.HTTPMaxConns,
 		AdminAddr:       c.AdminAddr,
@@ -191,23 +247,7 @@ func (c *runCmd) Run(a *app) error {
 		RepairMode:     c.mode(),
 		Payouts:        service.PayoutsConfig{Interval: payouts, SettleAfter: time.Duration(c.SettleAfter)},
 		Logger:         a.logger,
-	})
-	if err != nil {
-		return configError{err}
-	}
-	if err := a.checkStripe(svc.Gateway()); err != nil {
-		return err
-	}
-	// The sweep reads every intent with its latest charge expanded (Charges:
-	// Read); the catch-up lists events (Events: Read).
-	if err := a.checkAccess(svc.Gateway(), stripeapi.AccessNeeds{Charges: true, Events: c.EventsInterval > 0, Sessions: sessions.Found}); err != nil {
-		return err
-	}
-	err = svc.Run(a.ctx)
-	if errors.Is(err, context.Canceled) && a.ctx.Err() != nil {
-		return nil // SIGINT/SIGTERM: a clean stop
-	}
-	return err
+	}, sessions, nil
 }
 
 func contextWithoutCancel(a *app) context.Context { return context.WithoutCancel(a.ctx) }
