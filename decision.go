@@ -184,7 +184,7 @@ func Classify(local LocalStatus, stripe StripeStatus) Decision {
 	if !local.Valid() {
 		return review(KindUnknownStatus, fmt.Sprintf("local status %q is not one payrecon knows", local))
 	}
-	if stripe != NotFound && !stripe.Known() {
+	if stripe != NotFound && !stripe.Valid() {
 		stripe = Unknown
 	}
 	return decisionIndex[cellKey{local, stripe}]

@@ -7,6 +7,7 @@ package budget
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -24,8 +25,10 @@ type Limiter struct {
 	max         rate.Limit
 	min         rate.Limit
 	pausedUntil time.Time
-	successes   int
-	now         func() time.Time
+	// heldUntil is Hold's: unlike a Retry-After pause it can be shortened.
+	heldUntil time.Time
+	successes int
+	now       func() time.Time
 	// parent, when set, is a budget this one spends within (Within).
 	parent *Limiter
 }
@@ -37,19 +40,26 @@ func NewLimiter(rps float64) *Limiter {
 	if rps <= 0 {
 		max = rate.Inf
 	}
-	min := max / 20
-	if min < 0.5 {
-		min = 0.5
-	}
-	return &Limiter{lim: rate.NewLimiter(max, 1), max: max, min: min, now: time.Now}
+	return &Limiter{lim: rate.NewLimiter(max, 1), max: max, min: floor(max), now: time.Now}
 }
 
-// Wait blocks until a call may be made, or ctx ends.
+// floor is how far 429s may slow a budget of max: 5 % of it, at least 0.5
+// requests per second; an unlimited budget backs off to that 0.5 too (5 %
+// of +Inf would never slow it).
+func floor(max rate.Limit) rate.Limit {
+	if max == rate.Inf {
+		return 0.5
+	}
+	return rate.Limit(math.Max(float64(max)/20, 0.5))
+}
+
+// Wait blocks until a call may be made, or ctx ends. It first waits out
+// every pause and hold of l and of the budgets it spends within, and only
+// then takes its tokens: a token taken before a long wait on the parent
+// would be spent late, in a burst with the next ones.
 func (l *Limiter) Wait(ctx context.Context) error {
 	for {
-		l.mu.Lock()
-		pause := l.pausedUntil.Sub(l.now())
-		l.mu.Unlock()
+		pause := l.blocked()
 		if pause <= 0 {
 			break
 		}
@@ -68,6 +78,38 @@ func (l *Limiter) Wait(ctx context.Context) error {
 		return l.parent.Wait(ctx)
 	}
 	return nil
+}
+
+// blocked returns how long l, or a budget it spends within, is paused
+// (Retry-After) or held (Hold): a hold is looked at again soon, since it
+// may be released early.
+func (l *Limiter) blocked() time.Duration {
+	var d time.Duration
+	for b := l; b != nil; b = b.parent {
+		b.mu.Lock()
+		now := b.now()
+		pause := b.pausedUntil.Sub(now)
+		if held := b.heldUntil.Sub(now); held > 0 {
+			pause = max(pause, min(held, holdPoll))
+		}
+		b.mu.Unlock()
+		d = max(d, pause)
+	}
+	return d
+}
+
+// holdPoll is how often a caller held by Hold looks whether the hold was
+// released.
+const holdPoll = 50 * time.Millisecond
+
+// Hold makes every caller wait until until (the zero time, or any time
+// past, releases the callers at once): a replica that has just joined
+// others holds its share of the platform budget until they have counted
+// it, so that the sum over the replicas never exceeds the budget.
+func (l *Limiter) Hold(until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.heldUntil = until
 }
 
 // Within makes every call l allows wait on parent's budget too, and
@@ -94,10 +136,7 @@ func (l *Limiter) SetBudget(rps float64) {
 		return
 	}
 	l.max = max
-	l.min = max / 20
-	if l.min < 0.5 {
-		l.min = 0.5
-	}
+	l.min = floor(max)
 	// At the full budget before: follow it. Backed off: stay backed off,
 	// but never above the new budget.
 	if cur := l.lim.Limit(); cur >= old || cur > max {
@@ -170,4 +209,24 @@ func Collectors(l *Limiter) []prometheus.Collector {
 			Name: "payrecon_stripe_limiter_budget_per_second", Help: "Configured Stripe request budget (--rps).",
 		}, func() float64 { return l.Budget() }),
 	}
+}
+
+// retriesKey carries the budget a call's retries spend.
+type retriesKey struct{}
+
+// WithRetries returns ctx carrying l as the budget that retries of the
+// calls made with it spend: a retry is a request at Stripe's side like any
+// other, so a gateway waits on l before each retry attempt (ForRetries)
+// while the caller has waited for the first.
+func WithRetries(ctx context.Context, l *Limiter) context.Context {
+	if l == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, retriesKey{}, l)
+}
+
+// ForRetries returns the budget WithRetries put in ctx, or nil.
+func ForRetries(ctx context.Context) *Limiter {
+	l, _ := ctx.Value(retriesKey{}).(*Limiter)
+	return l
 }

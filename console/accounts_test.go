@@ -62,6 +62,7 @@ func startPlatform(t *testing.T) (admin string) {
 	}
 	cfg := serviceConfig(sim, "", &syncBuffer{})
 	cfg.Accounts, cfg.PlatformRPS = col, -1
+	cfg.MinCycles = map[string]time.Duration{connectAccounts[1]: 48 * time.Hour} // as --read-share would stretch it
 	cfg.Events = catchup.Config{Interval: time.Second}
 	svc, err := service.New(db, cfg)
 	if err != nil {
@@ -137,10 +138,17 @@ func TestAccountsPages(t *testing.T) {
 	for _, w := range []string{"Account <span class=\"mono\">acct_1ConsoleA</span>", "payments-vs-stripe/acct_1ConsoleA",
 		"at the start of the account", "(6 rows)", "events/acct_1ConsoleA",
 		"paid_locally_not_externally 2", "pi_ConsoleA_review_0", "pi_ConsoleA_review_1", `href="/console/findings/`,
-		"findings list --account acct_1ConsoleA", "River batches"} {
+		"findings list --account acct_1ConsoleA", "River batches",
+		// 6 rows read in list mode every hour, against the 10,000 reads of
+		// an account with fewer than 20 transactions.
+		"reads / 30 days projected of 10", "(6 rows, 6 created in 30 days; a cycle every 1 h)"} {
 		if !strings.Contains(r.body, w) {
 			t.Errorf("the account page lacks %q", w)
 		}
+	}
+	r = get(t, admin+"/console/accounts/acct_1ConsoleB")
+	if r.status != http.StatusOK || !strings.Contains(r.body, "(4 rows, 4 created in 30 days; a cycle every 2 d, stretched by <code>--read-share</code>)") {
+		t.Errorf("the stretched account's page %d:\n%s", r.status, r.body)
 	}
 	r = get(t, admin+"/console/accounts/platform")
 	if r.status != http.StatusOK || !strings.Contains(r.body, "No open finding on this account") || strings.Contains(r.body, "Events cursor") ||

@@ -56,6 +56,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/readmodel"
 )
 
 // Prefix is where the console is mounted.
@@ -79,7 +80,7 @@ const (
 	LoginsPerMinuteTotalDefault = 30
 	LoginBurstTotalDefault      = 20
 	// PageSizeDefault is the findings list's page size.
-	PageSizeDefault = 50
+	PageSizeDefault = readmodel.PageSizeDefault
 )
 
 // Config configures the console.

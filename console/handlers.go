@@ -293,7 +293,7 @@ type findingsData struct {
 	Filter   filter
 	Kinds    []payrecon.Kind
 	Ages     []ageOption
-	Rows     []FindingRow
+	Rows     []payrecon.Finding
 	NextURL  string
 	FirstURL string
 	CSVURL   string

@@ -44,6 +44,16 @@
 //     detected, repaired, left for review and missed; findings on rows not
 //     injected with their kind; rows that must not change but did.
 //
+// With Config.Accounts the same scenario plays as a platform on Stripe
+// Connect (platform.go): payments gets the account column, the rows and
+// orphans are spread over the platform's own account and the connected
+// accounts (plan.spread), each intent lives on its account in the
+// simulator, one webhook per account arrives from another account
+// (account_mismatch), the service sweeps every account through River, and
+// the Report's Platform gives the scorecard per account and the requests
+// made under the wrong Stripe-Account. The payouts phase pays out the
+// platform's own charges only.
+//
 // Report.OK is the verdict the command exits with.
 package demo
 

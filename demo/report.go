@@ -109,7 +109,10 @@ func (s SessionReport) problems() []string {
 	return out
 }
 
-// SweepReport describes the one sweep cycle.
+// SweepReport describes the one sweep cycle (on a platform, Config.Accounts,
+// every account's: Rows is the sum of their cycles' rows; Batches and
+// Verdicts are not known there, the batches running as River jobs, and stay
+// zero and empty).
 type SweepReport struct {
 	// Rows were swept in Batches batches (the wrap not counted), in
 	// Duration (from the service being ready to the cursor's wrap).

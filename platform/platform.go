@@ -145,7 +145,9 @@ type Platform struct {
 
 	mu       sync.Mutex
 	sweepers map[string]*sweep.Sweeper
+	limiters map[string]*budget.Limiter // each sweeper's, for its retries
 	catchers map[string]*catchup.Catcher
+	evLimits map[string]*budget.Limiter // each catcher's
 	shares   int
 }
 
@@ -184,7 +186,12 @@ func New(cfg Config) (*Platform, error) {
 		cfg.Replica = postgres.ApplicationName("run")
 	}
 	p := &Platform{cfg: cfg, budget: budget.NewLimiter(cfg.PlatformRPS), replicas: postgres.NewReplicas(cfg.Pool, cfg.Replica),
-		sweepers: map[string]*sweep.Sweeper{}, catchers: map[string]*catchup.Catcher{}, shares: 1, metrics: newMetrics()}
+		sweepers: map[string]*sweep.Sweeper{}, limiters: map[string]*budget.Limiter{},
+		catchers: map[string]*catchup.Catcher{}, evLimits: map[string]*budget.Limiter{}, shares: 1, metrics: newMetrics()}
+	// Until Run has counted the replicas and they have counted this one,
+	// it does not know its share: it holds the budget (join), at most a
+	// couple of heartbeats if Run never comes.
+	p.budget.Hold(time.Now().Add(2 * heartbeat))
 	return p, nil
 }
 
@@ -222,11 +229,14 @@ func (p *Platform) Run(ctx context.Context) error {
 	}()
 	t := time.NewTicker(heartbeat)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
 		n, err := p.replicas.Beat(ctx, 3*heartbeat)
 		switch {
 		case err == nil:
 			p.setShares(n)
+			if first {
+				p.join(n)
+			}
 		case ctx.Err() == nil:
 			p.cfg.Logger.Warn("replica heartbeat failed; keeping the budget share", "error", err)
 		}
@@ -236,6 +246,17 @@ func (p *Platform) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// join releases the budget New held once this replica may spend its
+// share: a heartbeat (and a margin) after its first, by when every other
+// replica has counted it and spends no more than its own share of the
+// new count. Even a replica that counts itself alone waits: others may be
+// starting at the same moment, each not yet seeing the others' rows.
+func (p *Platform) join(n int) {
+	wait := heartbeat + heartbeat/4
+	p.budget.Hold(time.Now().Add(wait))
+	p.cfg.Logger.Info("joining the replicas: the budget share waits for them to count this one", "replicas", n, "wait", wait)
 }
 
 // setShares divides the platform budget among n replicas.
@@ -271,12 +292,12 @@ func (p *Platform) perAccountRate() float64 {
 }
 
 // sweeper returns account's sweeper (kept between batches: its list
-// cache and its budget are the account's).
-func (p *Platform) sweeper(account string) *sweep.Sweeper {
+// cache and its budget are the account's) and its budget.
+func (p *Platform) sweeper(account string) (*sweep.Sweeper, *budget.Limiter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if s, ok := p.sweepers[account]; ok {
-		return s
+		return s, p.limiters[account]
 	}
 	lim := budget.NewLimiter(p.cfg.RPS).Within(p.budget)
 	cfg := p.cfg.Sweep
@@ -288,8 +309,8 @@ func (p *Platform) sweeper(account string) *sweep.Sweeper {
 		cfg.MinCycle = m
 	}
 	s := sweep.New(p.cfg.Store.ForAccount(p.cfg.Accounts, account), p.cfg.Gateway(account, lim.OnRateLimited), cfg)
-	p.sweepers[account] = s
-	return s
+	p.sweepers[account], p.limiters[account] = s, lim
+	return s, lim
 }
 
 // batchRows sizes one batch to about batchTime at the account's expected
@@ -354,10 +375,12 @@ func (w *sweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	if holder != nil { // `scan --once` has the account: come back later
 		return chain(ctx, p, job, next, p.cfg.Clock.Now().Add(5*time.Second))
 	}
-	s := p.sweeper(a.Account)
+	s, lim := p.sweeper(a.Account)
 	s.SetBatch(p.batchRows())
 	now := p.cfg.Clock.Now()
-	bctx := postgres.WithJobFence(ctx, postgres.JobFence{JobID: job.ID, Attempt: job.Attempt})
+	// The batch commits only under its River job's attempt, and its
+	// requests' retries spend the account's budget too.
+	bctx := budget.WithRetries(postgres.WithJobFence(ctx, postgres.JobFence{JobID: job.ID, Attempt: job.Attempt}), lim)
 	var rep sweep.BatchReport
 	if !a.CycleAt.IsZero() && now.Before(a.CycleAt) {
 		rep, err = s.RunRechecks(bctx)
@@ -406,7 +429,8 @@ func (w *sweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 }
 
 // chain completes the running job (River's JobCompleteTx) and inserts its
-// successor, due at at, in one transaction: the chain never forks nor
+// successor, due at at (available at once when at has passed), in one
+// transaction: the chain never forks nor
 // breaks (River's unique jobs count a running job, so the successor could
 // not be inserted while this one runs). It does nothing when the job is no
 // longer this attempt's (River's rescuer gave it to another worker, whose
@@ -420,7 +444,15 @@ func chain[T river.JobArgs](ctx context.Context, p *Platform, job *river.Job[T],
 		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
 			return err
 		}
-		_, err := client.InsertTx(ctx, tx, next, &river.InsertOpts{ScheduledAt: at})
+		// A successor due now is inserted available: River inserts any
+		// job with a ScheduledAt as scheduled, and only its scheduler
+		// (every 5 s) makes it available, which would idle every account
+		// that long between two batches.
+		var opts river.InsertOpts
+		if at.After(p.cfg.Clock.Now()) {
+			opts.ScheduledAt = at
+		}
+		_, err := client.InsertTx(ctx, tx, next, &opts)
 		return err
 	})
 	switch {
@@ -464,8 +496,8 @@ func (w *eventsWorker) Work(ctx context.Context, job *river.Job[EventsArgs]) err
 	if p.cfg.Events.Interval <= 0 {
 		return nil
 	}
-	c := p.catcher(a.Account)
-	rep, err := c.Round(ctx)
+	c, lim := p.catcher(a.Account)
+	rep, err := c.Round(budget.WithRetries(ctx, lim))
 	at := p.cfg.Clock.Now().Add(p.cfg.Events.Interval)
 	switch {
 	case err == nil && !rep.UpToDate:
@@ -481,12 +513,12 @@ func (w *eventsWorker) Work(ctx context.Context, job *river.Job[EventsArgs]) err
 	return chain(ctx, p, job, EventsArgs{Job: a.Job, Account: a.Account}, at)
 }
 
-// catcher returns a connected account's catcher.
-func (p *Platform) catcher(account string) *catchup.Catcher {
+// catcher returns a connected account's catcher and its budget.
+func (p *Platform) catcher(account string) (*catchup.Catcher, *budget.Limiter) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.catchers[account]; ok {
-		return c
+		return c, p.evLimits[account]
 	}
 	lim := budget.NewLimiter(p.cfg.RPS).Within(p.budget)
 	cfg := p.cfg.Events
@@ -494,8 +526,8 @@ func (p *Platform) catcher(account string) *catchup.Catcher {
 	cfg.Limiter, cfg.LeaseFunc, cfg.Registerer, cfg.Clock = lim, nil, nil, p.cfg.Clock
 	cfg.Logger = p.cfg.Logger.With("job", cfg.Job)
 	c := catchup.New(p.cfg.Source(account, lim.OnRateLimited), p.cfg.Processor, postgres.NewEventCursors(p.cfg.Pool), cfg)
-	p.catchers[account] = c
-	return c
+	p.catchers[account], p.evLimits[account] = c, lim
+	return c, lim
 }
 
 // DiscoverArgs are the periodic discovery of accounts.

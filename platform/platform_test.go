@@ -1,6 +1,7 @@
 package platform_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,8 @@ type bundle struct {
 	sim  *stripesim.Server
 	gw   *stripeapi.Gateway
 	col  postgres.AccountColumn
+	// conns is each replica's pool size (default 20).
+	conns int32
 }
 
 // setup makes payments with the account column and, for each account, n
@@ -99,7 +102,7 @@ func pool(t *testing.T, url string, conns int32) *pgxpool.Pool {
 func (b *bundle) replica(t *testing.T, name string, edit func(*platform.Config)) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	p := pool(t, b.url, 20)
+	p := pool(t, b.url, cmp.Or(b.conns, 20))
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	store := postgres.NewStore(p)
 	cfg := platform.Config{

@@ -150,3 +150,20 @@ func AccountVolumes(ctx context.Context, db interface {
 	}
 	return out, nil
 }
+
+// AccountVolume counts one account's rows ("" the platform's own), and
+// those created since since, as AccountVolumes does for every account, on
+// the account index. col must be found.
+func AccountVolume(ctx context.Context, db interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, col AccountColumn, account string, since time.Time) (Volume, error) {
+	v := Volume{Account: account}
+	if !col.Found {
+		return v, fmt.Errorf("count account %q's rows: payments has no account column", account)
+	}
+	err := db.QueryRow(ctx, accountSQL(queries.Get("account_volume"), col), pgx.StrictNamedArgs{"account": account, "since": since}).Scan(&v.Rows, &v.Recent)
+	if err != nil {
+		return v, fmt.Errorf("count account %q's rows: %w", account, err)
+	}
+	return v, nil
+}

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,7 +14,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/payrecon/payrecon"
-	"github.com/payrecon/payrecon/console"
+	"github.com/payrecon/payrecon/readmodel"
 )
 
 // consoleQuery returns queries/<name>.sql, one of the console's
@@ -52,6 +51,10 @@ type ConsoleConfig struct {
 	// overview counts its backlog and dead letters (none while no such job
 	// exists).
 	NotifyKind string
+	// AccountsJob, on a platform (Connect), is the base sweep job of its
+	// accounts: the overview's lag is then its worst account's, as status
+	// and the metrics say (Monitor.Figures).
+	AccountsJob string
 	// Clock stamps audit entries and resolutions; default the system clock.
 	Clock payrecon.Clock
 	// Accounts is the account column (Connect): the findings list's
@@ -68,11 +71,6 @@ type ConsoleReader struct {
 	cfg     ConsoleConfig
 }
 
-var (
-	_ console.ReadModel   = (*ConsoleReader)(nil)
-	_ console.SampleStore = (*ConsoleReader)(nil)
-)
-
 // NewConsoleReader returns the console's read model on pool.
 func NewConsoleReader(pool *pgxpool.Pool, cfg ConsoleConfig) *ConsoleReader {
 	if cfg.Clock == nil {
@@ -88,17 +86,17 @@ func (c *ConsoleReader) readOnly(ctx context.Context, fn func(pgx.Tx) error) err
 
 // Overview implements console.ReadModel: the monitor's status figures, then
 // the console's own in one read-only transaction.
-func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (console.Overview, error) {
-	st, err := c.monitor.Status(ctx, now, false, c.cfg.RepairKind)
-	if err != nil {
-		return console.Overview{}, err
+func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (readmodel.Overview, error) {
+	st, _, err := c.monitor.Figures(ctx, now, false, c.cfg.RepairKind, c.cfg.AccountsJob)
+	if err != nil && !errors.Is(err, ErrAccountsFigures) {
+		return readmodel.Overview{}, err
 	}
-	ov := console.Overview{Now: now, Lag: st.Lag, LagKnown: st.LagKnown, Rows: st.Rows, NewRowsPerHour: st.NewRowsPerHour,
+	ov := readmodel.Overview{Now: now, Lag: st.Lag, LagKnown: st.LagKnown, Rows: st.Rows, RowsExact: st.RowsExact, NewRowsPerHour: st.NewRowsPerHour,
 		OpenTotal: st.OpenFindingsTotal,
-		Repairs:   console.Queue{Backlog: st.OutboxBacklog, Oldest: st.OutboxOldest, DeadLetters: st.DeadLetters},
+		Repairs:   readmodel.Queue{Backlog: st.OutboxBacklog, Oldest: st.OutboxOldest, DeadLetters: st.DeadLetters},
 		Held:      st.HeldRepairs, HeldOldest: st.HeldOldest}
 	for _, j := range st.Jobs {
-		cj := console.Job{Name: j.Job, Progress: j.Progress, CycleAge: j.CycleAge, SinceLastCycle: j.SinceLastCycle,
+		cj := readmodel.Job{Name: j.Job, Progress: j.Progress, CycleAge: j.CycleAge, SinceLastCycle: j.SinceLastCycle,
 			LastCycleDuration: j.LastCycleDuration, Throughput: j.Throughput, Projection: j.Projection}
 		if j.LeaseHolder != nil {
 			cj.LeaseHolder = j.LeaseHolder.String()
@@ -110,19 +108,21 @@ func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (console.Ov
 		if err != nil {
 			return fmt.Errorf("open findings by kind: %w", err)
 		}
-		var k console.KindCount
+		var k readmodel.KindCount
 		if _, err := pgx.ForEachRow(rows, []any{&k.Kind, &k.Verdict, &k.Count}, func() error {
 			ov.Open = append(ov.Open, k)
 			return nil
 		}); err != nil {
 			return fmt.Errorf("open findings by kind: %w", err)
 		}
-		rows, err = tx.Query(ctx, consoleQuery("console_money_at_stake"))
+		rows, err = tx.Query(ctx, consoleQuery("console_money_at_stake"), pgx.StrictNamedArgs{
+			"refunded_kinds": kindStrings(payrecon.StakeKinds(payrecon.StakeRefunded, payrecon.Kinds)),
+			"disputed_kinds": kindStrings(payrecon.StakeKinds(payrecon.StakeDisputed, payrecon.Kinds))})
 		if err != nil {
 			return fmt.Errorf("money at stake: %w", err)
 		}
 		var kind payrecon.Kind
-		var m console.Money
+		var m readmodel.Money
 		if _, err := pgx.ForEachRow(rows, []any{&kind, &m.Currency, &m.Amount, &m.Findings}, func() error {
 			for i := range ov.Open {
 				if ov.Open[i].Kind == kind {
@@ -149,7 +149,7 @@ func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (console.Ov
 		if err != nil {
 			return fmt.Errorf("dead letters: %w", err)
 		}
-		var d console.DeadLetter
+		var d readmodel.DeadLetter
 		if _, err := pgx.ForEachRow(rows, []any{&d.JobID, &d.OutboxID, &d.EventType, &d.FindingID, &d.State, &d.Attempts,
 			&d.LastError, &d.At}, func() error {
 			ov.DeadLetters = append(ov.DeadLetters, d)
@@ -166,7 +166,7 @@ func (c *ConsoleReader) Overview(ctx context.Context, now time.Time) (console.Ov
 }
 
 // HeldRepairs implements console.ReadModel, in a read-only transaction.
-func (c *ConsoleReader) HeldRepairs(ctx context.Context, limit int) ([]console.HeldRepair, error) {
+func (c *ConsoleReader) HeldRepairs(ctx context.Context, limit int) ([]readmodel.HeldRepair, error) {
 	var held []HeldRepair
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -176,9 +176,9 @@ func (c *ConsoleReader) HeldRepairs(ctx context.Context, limit int) ([]console.H
 	if err != nil {
 		return nil, err
 	}
-	out := make([]console.HeldRepair, len(held))
+	out := make([]readmodel.HeldRepair, len(held))
 	for i, h := range held {
-		out[i] = console.HeldRepair{OutboxID: h.OutboxID, Command: h.Command, HeldAt: h.HeldAt, FindingID: h.FindingID,
+		out[i] = readmodel.HeldRepair{OutboxID: h.OutboxID, Command: h.Command, HeldAt: h.HeldAt, FindingID: h.FindingID,
 			Kind: h.Kind, OrderID: h.OrderID, IntentID: h.IntentID, LocalStatus: h.LocalStatus,
 			ExternalStatus: h.ExternalStatus, StatusNow: h.Status, Reason: h.Reason, Job: h.Job}
 		if h.PaymentID != nil {
@@ -189,15 +189,15 @@ func (c *ConsoleReader) HeldRepairs(ctx context.Context, limit int) ([]console.H
 }
 
 // History implements console.ReadModel.
-func (c *ConsoleReader) History(ctx context.Context, since time.Time, bucket time.Duration) ([]console.Sample, error) {
-	var out []console.Sample
+func (c *ConsoleReader) History(ctx context.Context, since time.Time, bucket time.Duration) ([]readmodel.Sample, error) {
+	var out []readmodel.Sample
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, consoleQuery("console_history"), pgx.StrictNamedArgs{"since": since, "bucket": bucket})
 		if err != nil {
 			return err
 		}
 		var (
-			s   console.Sample
+			s   readmodel.Sample
 			lag *float64
 		)
 		_, err = pgx.ForEachRow(rows, []any{&s.At, &lag, &s.OpenFindings}, func() error {
@@ -216,15 +216,15 @@ func (c *ConsoleReader) History(ctx context.Context, since time.Time, bucket tim
 	return out, nil
 }
 
-// findingArgs binds a console.FindingQuery; NULL parameters do not filter.
-func findingArgs(q console.FindingQuery) pgx.StrictNamedArgs {
+// findingArgs binds a readmodel.FindingQuery; NULL parameters do not filter.
+func findingArgs(q readmodel.FindingQuery) pgx.StrictNamedArgs {
 	state := q.State
 	if state == "" {
 		state = "open"
 	}
 	limit := q.Limit
 	if limit <= 0 {
-		limit = console.PageSizeDefault
+		limit = readmodel.PageSizeDefault
 	}
 	a := pgx.StrictNamedArgs{"state": state, "limit": limit + 1, "kinds": nil, "verdicts": nil,
 		"detected_after": nil, "detected_before": nil, "after_at": nil, "after_id": nil, "account": q.Account}
@@ -254,26 +254,15 @@ func findingArgs(q console.FindingQuery) pgx.StrictNamedArgs {
 	return a
 }
 
-// findingDest are the scan targets of the console's finding columns.
-func findingDest(f *console.FindingRow) []any {
-	return []any{&f.ID, &f.PaymentID, &f.IntentID, &f.OrderID, &f.Kind, &f.Verdict, &f.LocalStatus, &f.ExternalStatus,
-		&f.Reason, &f.RepairOutcome, &f.DetectedAt, &f.ResolvedAt, &f.Resolution, &f.ResolvedBy, &f.ResolutionNote,
-		&f.Amount, &f.Currency}
-}
-
-func collectFindings(rows pgx.Rows) ([]console.FindingRow, error) {
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (console.FindingRow, error) {
-		var f console.FindingRow
-		err := r.Scan(findingDest(&f)...)
-		return f, err
-	})
+func collectFindings(rows pgx.Rows) ([]payrecon.Finding, error) {
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (payrecon.Finding, error) { return scanFinding(r) })
 }
 
 // Findings implements console.ReadModel: one keyset page.
-func (c *ConsoleReader) Findings(ctx context.Context, q console.FindingQuery) ([]console.FindingRow, bool, error) {
+func (c *ConsoleReader) Findings(ctx context.Context, q readmodel.FindingQuery) ([]payrecon.Finding, bool, error) {
 	args := findingArgs(q)
 	limit := args["limit"].(int) - 1
-	var out []console.FindingRow
+	var out []payrecon.Finding
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, accountSQL(consoleQuery("console_findings"), c.cfg.Accounts), args)
 		if err != nil {
@@ -314,14 +303,15 @@ var timelineSources = []timelineSource{
 
 // Finding implements console.ReadModel: the finding, its payment, its
 // repair and its timeline, in one read-only transaction.
-func (c *ConsoleReader) Finding(ctx context.Context, id int64) (console.FindingDetail, error) {
-	var d console.FindingDetail
+func (c *ConsoleReader) Finding(ctx context.Context, id int64) (readmodel.FindingDetail, error) {
+	var d readmodel.FindingDetail
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
-		dest := append(findingDest(&d.Finding), &d.Stripe)
-		if err := tx.QueryRow(ctx, consoleQuery("console_finding"), pgx.StrictNamedArgs{"finding_id": id}).Scan(dest...); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return payrecon.ErrNotFound
-			}
+		var err error
+		d.Finding, err = scanFinding(tx.QueryRow(ctx, consoleQuery("console_finding"), pgx.StrictNamedArgs{"finding_id": id}), &d.Stripe)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return payrecon.ErrNotFound
+		}
+		if err != nil {
 			return err
 		}
 		f := d.Finding
@@ -334,8 +324,8 @@ func (c *ConsoleReader) Finding(ctx context.Context, id int64) (console.FindingD
 				d.Payment = &p
 			}
 		}
-		var r console.Repair
-		err := tx.QueryRow(ctx, consoleQuery("console_repair"), pgx.StrictNamedArgs{"finding_id": id, "repair_kind": c.cfg.RepairKind}).
+		var r readmodel.Repair
+		err = tx.QueryRow(ctx, consoleQuery("console_repair"), pgx.StrictNamedArgs{"finding_id": id, "repair_kind": c.cfg.RepairKind}).
 			Scan(&r.OutboxID, &r.EventType, &r.CreatedAt, &r.ProcessedAt, &r.Outcome, &r.LastError, &r.JobID, &r.JobState,
 				&r.Attempt, &r.MaxAttempts)
 		switch {
@@ -364,7 +354,7 @@ func (c *ConsoleReader) Finding(ctx context.Context, id int64) (console.FindingD
 			)
 			if _, err := pgx.ForEachRow(rows, []any{&at, &title, &detail}, func() error {
 				if at != nil {
-					d.Timeline = append(d.Timeline, console.Event{At: *at, Source: src.source, Title: deref2(title), Detail: deref2(detail)})
+					d.Timeline = append(d.Timeline, readmodel.Event{At: *at, Source: src.source, Title: orZero(title), Detail: orZero(detail)})
 				}
 				return nil
 			}); err != nil {
@@ -384,33 +374,26 @@ func (c *ConsoleReader) Finding(ctx context.Context, id int64) (console.FindingD
 	return d, nil
 }
 
-func deref2(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func scanPayment(row pgx.Row) (console.Payment, error) {
-	var p console.Payment
+func scanPayment(row pgx.Row) (payrecon.Payment, error) {
+	var p payrecon.Payment
 	err := row.Scan(&p.ID, &p.OrderID, &p.IntentID, &p.Status, &p.Version, &p.CreatedAt, &p.UpdatedAt, &p.ObservedStatus, &p.LastReconciledAt)
 	return p, err
 }
 
 // Lookup implements console.ReadModel: payments by id, PaymentIntent id or
 // order id, and PaymentIntents with findings but no local row.
-func (c *ConsoleReader) Lookup(ctx context.Context, q string) ([]console.PaymentMatch, error) {
+func (c *ConsoleReader) Lookup(ctx context.Context, q string) ([]readmodel.PaymentMatch, error) {
 	var id any
 	if n, err := strconv.ParseInt(q, 10, 64); err == nil && n > 0 {
 		id = n
 	}
-	var out []console.PaymentMatch
+	var out []readmodel.PaymentMatch
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, consoleQuery("console_lookup"), pgx.StrictNamedArgs{"id": id, "q": q})
 		if err != nil {
 			return err
 		}
-		ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (console.Payment, error) { return scanPayment(r) })
+		ps, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (payrecon.Payment, error) { return scanPayment(r) })
 		if err != nil {
 			return err
 		}
@@ -419,7 +402,7 @@ func (c *ConsoleReader) Lookup(ctx context.Context, q string) ([]console.Payment
 		for i, p := range ps {
 			ids[i] = p.ID
 			byID[p.ID] = i
-			out = append(out, console.PaymentMatch{Payment: &ps[i], IntentID: p.IntentID})
+			out = append(out, readmodel.PaymentMatch{Payment: &ps[i], IntentID: p.IntentID})
 		}
 		rows, err = tx.Query(ctx, consoleQuery("console_lookup_findings"), pgx.StrictNamedArgs{"payment_ids": ids, "q": q})
 		if err != nil {
@@ -438,7 +421,7 @@ func (c *ConsoleReader) Lookup(ctx context.Context, q string) ([]console.Payment
 				continue
 			}
 			if orphan < 0 {
-				out = append(out, console.PaymentMatch{IntentID: f.IntentID})
+				out = append(out, readmodel.PaymentMatch{IntentID: f.IntentID})
 				orphan = len(out) - 1
 			}
 			out[orphan].Findings = append(out[orphan].Findings, f)
@@ -452,15 +435,15 @@ func (c *ConsoleReader) Lookup(ctx context.Context, q string) ([]console.Payment
 }
 
 // Audit implements console.ReadModel.
-func (c *ConsoleReader) Audit(ctx context.Context, limit int) ([]console.AuditEntry, error) {
-	var out []console.AuditEntry
+func (c *ConsoleReader) Audit(ctx context.Context, limit int) ([]readmodel.AuditEntry, error) {
+	var out []readmodel.AuditEntry
 	err := c.readOnly(ctx, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, consoleQuery("console_audit_list"), pgx.StrictNamedArgs{"limit": limit})
 		if err != nil {
 			return err
 		}
-		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (console.AuditEntry, error) {
-			var e console.AuditEntry
+		out, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (readmodel.AuditEntry, error) {
+			var e readmodel.AuditEntry
 			err := r.Scan(&e.ID, &e.At, &e.Operator, &e.Action, &e.FindingID, &e.JobID, &e.Note, &e.Outcome)
 			return e, err
 		})
@@ -474,14 +457,14 @@ func (c *ConsoleReader) Audit(ctx context.Context, limit int) ([]console.AuditEn
 
 // RecordSample implements console.SampleStore.
 func (c *ConsoleReader) RecordSample(ctx context.Context, minute, now time.Time) (bool, error) {
-	oldest, ok, err := oldestVerified(ctx, c.pool)
+	l, ok, err := c.monitor.Lag(ctx, now)
 	if err != nil {
 		return false, fmt.Errorf("record console sample: %w", err)
 	}
 	var lag *float64
 	if ok {
-		l := max(now.Sub(oldest), 0).Seconds()
-		lag = &l
+		secs := l.Seconds()
+		lag = &secs
 	}
 	tag, err := c.pool.Exec(ctx, consoleQuery("console_record_sample"), pgx.StrictNamedArgs{"minute": minute,
 		"lag_seconds": lag, "repair_kind": c.cfg.RepairKind, "dead_states": riverDeadStates})
@@ -514,36 +497,8 @@ func NewConsoleAudit(pool *pgxpool.Pool, clock payrecon.Clock) *ConsoleAudit {
 	return &ConsoleAudit{pool: pool, clock: clock}
 }
 
-// Resolve closes an open finding by hand and records the action, in one
-// statement. A finding that does not exist is payrecon.ErrNotFound; one
-// already resolved is ErrAlreadyResolved.
-func (a *ConsoleAudit) Resolve(ctx context.Context, findingID int64, operator, note string) error {
-	if strings.TrimSpace(note) == "" || strings.TrimSpace(operator) == "" {
-		return errors.New("resolving a finding needs a note and an operator")
-	}
-	var auditID int64
-	err := a.pool.QueryRow(ctx, consoleQuery("console_resolve"), pgx.StrictNamedArgs{"finding_id": findingID, "at": a.clock.Now(),
-		"resolution": string(payrecon.ResolvedOperator), "operator": operator, "note": note,
-		"action": ConsoleActionResolve, "outcome": "resolved"}).Scan(&auditID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		var resolution, by string
-		err := a.pool.QueryRow(ctx, consoleQuery("console_finding_state"), pgx.StrictNamedArgs{"finding_id": findingID}).Scan(&resolution, &by)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("resolve finding %d: %w", findingID, payrecon.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("resolve finding %d: %w", findingID, err)
-		}
-		return fmt.Errorf("resolve finding %d: %w (%s by %s)", findingID, ErrAlreadyResolved, resolution, by)
-	}
-	if err != nil {
-		return fmt.Errorf("resolve finding %d: %w", findingID, err)
-	}
-	return nil
-}
-
 // Record appends an entry to the audit trail (its At is the clock's now).
-func (a *ConsoleAudit) Record(ctx context.Context, e console.AuditEntry) error {
+func (a *ConsoleAudit) Record(ctx context.Context, e readmodel.AuditEntry) error {
 	var finding, job any
 	if e.FindingID != 0 {
 		finding = e.FindingID

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/payrecon/payrecon"
-	"github.com/payrecon/payrecon/console"
+	"github.com/payrecon/payrecon/readmodel"
 )
 
 // ConsoleAccounts is the console's Accounts pages' reader
@@ -29,9 +29,17 @@ type ConsoleAccounts struct {
 	col      AccountColumn
 	base     string
 	counts   string
+	// alloc, when set, projects an account's reads (WithAllocation).
+	alloc *allocationParams
 }
 
-var _ console.AccountsReader = (*ConsoleAccounts)(nil)
+// allocationParams are the sweep's figures the read allocation's
+// projection needs.
+type allocationParams struct {
+	readsPerRow float64
+	minCycle    time.Duration
+	minCycles   map[string]time.Duration
+}
 
 // NewConsoleAccounts returns the reader of base's account jobs (the sweep
 // job's name, sweep.DefaultJob) on pool, with the account column col.
@@ -40,17 +48,28 @@ func NewConsoleAccounts(pool *pgxpool.Pool, col AccountColumn, base string) *Con
 		counts: accountSQL(queries.Get("console_account_findings"), col)}
 }
 
-func accountLine(l AccountLag) console.AccountLine {
-	return console.AccountLine{Account: l.Account, Job: l.Job, Lag: l.Lag, LastCycleCompletedAt: l.LastCycleCompletedAt, Behind: l.Behind}
+func accountLine(l AccountLag) readmodel.AccountLine {
+	return readmodel.AccountLine{Account: l.Account, Job: l.Job, Lag: l.Lag, LastCycleCompletedAt: l.LastCycleCompletedAt, Behind: l.Behind}
+}
+
+// WithAllocation returns the reader that also projects an account's reads
+// over Stripe's 30 days against its read allocation (payrecon.Allocate, as
+// status does), for a sweep that reads readsPerRow per row
+// (sweep.Mode.ReadsPerRow) every minCycle, or an account's longer cycle in
+// minCycles (run's --read-share: service.Config.MinCycles).
+func (c *ConsoleAccounts) WithAllocation(readsPerRow float64, minCycle time.Duration, minCycles map[string]time.Duration) *ConsoleAccounts {
+	r := *c
+	r.alloc = &allocationParams{readsPerRow: readsPerRow, minCycle: minCycle, minCycles: minCycles}
+	return &r
 }
 
 // Summary implements console.AccountsReader: status's accounts summary.
-func (c *ConsoleAccounts) Summary(ctx context.Context, now time.Time) (console.AccountsSummary, error) {
+func (c *ConsoleAccounts) Summary(ctx context.Context, now time.Time) (readmodel.AccountsSummary, error) {
 	st, err := c.monitor.AccountsStatus(ctx, now, c.base)
 	if err != nil {
-		return console.AccountsSummary{}, err
+		return readmodel.AccountsSummary{}, err
 	}
-	out := console.AccountsSummary{Accounts: st.Accounts, Completed: st.Completed, Behind: st.Behind, BehindAfter: st.BehindAfter, Lag: st.Lag}
+	out := readmodel.AccountsSummary{Accounts: st.Accounts, Completed: st.Completed, Behind: st.Behind, BehindAfter: st.BehindAfter, Lag: st.Lag}
 	for _, l := range st.Worst {
 		out.Worst = append(out.Worst, accountLine(l))
 	}
@@ -58,13 +77,13 @@ func (c *ConsoleAccounts) Summary(ctx context.Context, now time.Time) (console.A
 }
 
 // Accounts implements console.AccountsReader.
-func (c *ConsoleAccounts) Accounts(ctx context.Context, now time.Time, after string, limit int) ([]console.AccountLine, bool, error) {
+func (c *ConsoleAccounts) Accounts(ctx context.Context, now time.Time, after string, limit int) ([]readmodel.AccountLine, bool, error) {
 	from := ""
 	started := after == ""
 	if after != "" && after != "platform" {
 		from = after
 	}
-	var all []console.AccountLine
+	var all []readmodel.AccountLine
 	err := c.monitor.EachAccount(ctx, now, c.base, func(l AccountLag) error {
 		if started || l.Account > from {
 			all = append(all, accountLine(l))
@@ -74,7 +93,7 @@ func (c *ConsoleAccounts) Accounts(ctx context.Context, now time.Time, after str
 	if err != nil {
 		return nil, false, err
 	}
-	slices.SortFunc(all, func(x, y console.AccountLine) int { return cmp.Compare(x.Account, y.Account) })
+	slices.SortFunc(all, func(x, y readmodel.AccountLine) int { return cmp.Compare(x.Account, y.Account) })
 	more := len(all) > limit
 	all = all[:min(len(all), limit)]
 	accounts := make([]string, len(all))
@@ -94,8 +113,8 @@ func (c *ConsoleAccounts) Accounts(ctx context.Context, now time.Time, after str
 }
 
 // openFindings counts the accounts' open findings by kind, the most first.
-func (c *ConsoleAccounts) openFindings(ctx context.Context, accounts []string) (map[string][]console.AccountKindCount, error) {
-	out := map[string][]console.AccountKindCount{}
+func (c *ConsoleAccounts) openFindings(ctx context.Context, accounts []string) (map[string][]readmodel.AccountKindCount, error) {
+	out := map[string][]readmodel.AccountKindCount{}
 	if len(accounts) == 0 {
 		return out, nil
 	}
@@ -105,7 +124,7 @@ func (c *ConsoleAccounts) openFindings(ctx context.Context, accounts []string) (
 	}
 	var (
 		acct string
-		kc   console.AccountKindCount
+		kc   readmodel.AccountKindCount
 	)
 	if _, err := pgx.ForEachRow(rows, []any{&acct, &kc.Kind, &kc.Count}, func() error {
 		out[acct] = append(out[acct], kc)
@@ -117,8 +136,8 @@ func (c *ConsoleAccounts) openFindings(ctx context.Context, accounts []string) (
 }
 
 // Account implements console.AccountsReader.
-func (c *ConsoleAccounts) Account(ctx context.Context, now time.Time, account string) (console.AccountDetail, error) {
-	var d console.AccountDetail
+func (c *ConsoleAccounts) Account(ctx context.Context, now time.Time, account string) (readmodel.AccountDetail, error) {
+	var d readmodel.AccountDetail
 	job := payrecon.AccountJob(c.base, account)
 	found := false
 	errFound := errors.New("found")
@@ -163,9 +182,21 @@ func (c *ConsoleAccounts) Account(ctx context.Context, now time.Time, account st
 		}
 		for _, e := range events {
 			if IsAccountJob(e.Job) && strings.HasSuffix(e.Job, "/"+account) { // its catch-up: events/acct_…
-				d.Events = &console.AccountEvents{Job: e.Job, EventID: e.EventID, Age: e.Age, LastDelay: e.LastDelay}
+				d.Events = &readmodel.AccountEvents{Job: e.Job, EventID: e.EventID, Age: e.Age, LastDelay: e.LastDelay}
 			}
 		}
+	}
+	if c.alloc != nil {
+		v, err := AccountVolume(ctx, c.pool, c.col, account, now.Add(-payrecon.AllocationWindow))
+		if err != nil {
+			return d, err
+		}
+		cycle := c.alloc.minCycle
+		if m := c.alloc.minCycles[account]; m > cycle {
+			cycle, d.Stretched = m, true
+		}
+		r := payrecon.Allocate(payrecon.AllocationInput{Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: c.alloc.readsPerRow, Cycle: cycle})
+		d.Allocation = &r
 	}
 	open, err := c.openFindings(ctx, []string{account})
 	if err != nil {
@@ -175,12 +206,12 @@ func (c *ConsoleAccounts) Account(ctx context.Context, now time.Time, account st
 	for _, k := range d.OpenByKind {
 		d.OpenFindings += k.Count
 	}
-	fs, err := c.findings.List(ctx, FindingFilter{State: "open", Account: &account, Accounts: c.col, Limit: console.AccountFindingsShown})
+	fs, err := c.findings.List(ctx, FindingFilter{State: "open", Account: &account, Accounts: c.col, Limit: readmodel.AccountFindingsShown})
 	if err != nil {
 		return d, err
 	}
 	for _, f := range fs {
-		af := console.AccountFinding{ID: f.ID, IntentID: f.IntentID, Kind: f.Kind, Verdict: f.Verdict, Reason: f.Reason, DetectedAt: f.DetectedAt}
+		af := readmodel.AccountFinding{ID: f.ID, IntentID: f.IntentID, Kind: f.Kind, Verdict: f.Verdict, Reason: f.Reason, DetectedAt: f.DetectedAt}
 		if f.PaymentID != nil {
 			af.PaymentID = *f.PaymentID
 		}

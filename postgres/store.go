@@ -360,23 +360,23 @@ type checkRow struct {
 	RecheckAt     *time.Time `json:"recheck_at,omitempty"`
 	RecheckReason *string    `json:"recheck_reason,omitempty"`
 	Err           *string    `json:"err,omitempty"`
-	// Details is what Stripe returned (FindingDetails), kept with the
+	// Details is what Stripe returned (payrecon.FindingDetails), kept with the
 	// findings the row opens. Fields left out are NULL to the statement
 	// (booleans are never left out: a NULL would poison its conditions).
-	Details *FindingDetails  `json:"details,omitempty"`
-	Drifts  []payrecon.Drift `json:"drifts,omitempty"`
-	Judged  []payrecon.Kind  `json:"judged,omitempty"`
+	Details *payrecon.FindingDetails `json:"details,omitempty"`
+	Drifts  []payrecon.Drift         `json:"drifts,omitempty"`
+	Judged  []payrecon.Kind          `json:"judged,omitempty"`
 }
 
 // detailsOf builds a finding's details from what Stripe returned for the
 // row; nil when nothing was read.
-func detailsOf(in *payrecon.Intent, money *payrecon.LocalMoney, now time.Time) *FindingDetails {
+func detailsOf(in *payrecon.Intent, money *payrecon.LocalMoney, now time.Time) *payrecon.FindingDetails {
 	if in == nil {
 		return nil
 	}
-	d := &FindingDetails{Status: string(in.Status), Amount: in.Amount, AmountReceived: in.AmountReceived, Currency: in.Currency}
+	d := &payrecon.FindingDetails{Status: string(in.Status), Amount: in.Amount, AmountReceived: in.AmountReceived, Currency: in.Currency}
 	if c := in.LatestCharge; c.Expanded() {
-		d.Charge = &ChargeDetails{ID: c.ID, AmountCaptured: c.AmountCaptured, AmountRefunded: c.AmountRefunded,
+		d.Charge = &payrecon.ChargeDetails{ID: c.ID, AmountCaptured: c.AmountCaptured, AmountRefunded: c.AmountRefunded,
 			Refunded: c.Refunded, Disputed: c.Disputed, Currency: c.Currency, Created: c.Created, ObservedAt: now}
 	}
 	if money != nil {
@@ -388,9 +388,9 @@ func detailsOf(in *payrecon.Intent, money *payrecon.LocalMoney, now time.Time) *
 // sessionDetails adds what a session row's Checkout Session showed to a
 // finding's details: the session, its status, and the PaymentIntent it
 // names that the row does not record.
-func sessionDetails(d *FindingDetails, s *payrecon.Session) *FindingDetails {
+func sessionDetails(d *payrecon.FindingDetails, s *payrecon.Session) *payrecon.FindingDetails {
 	if d == nil {
-		d = &FindingDetails{}
+		d = &payrecon.FindingDetails{}
 	}
 	d.CheckoutSession = s.ID
 	d.SessionStatus = string(s.Status)

@@ -37,6 +37,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/action"
 	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/console"
@@ -204,18 +205,15 @@ type Service struct {
 	recent   *sweep.Sweeper
 	platform *platform.Platform
 	fatal    chan error
-	// accountRecheck builds the console's recheck of a connected account's
-	// row (Connect).
-	accountRecheck func(account string) *sweep.Sweeper
-	catcher        *catchup.Catcher
-	relay          *relay.Relay
-	handler        http.Handler
-	gateway        payrecon.Gateway
-	limiter        *budget.Limiter
-	ui             *riverui.Handler
-	admin          http.Handler
-	console        *console.Console
-	sampler        *console.Sampler
+	catcher  *catchup.Catcher
+	relay    *relay.Relay
+	handler  http.Handler
+	gateway  payrecon.Gateway
+	limiter  *budget.Limiter
+	ui       *riverui.Handler
+	admin    http.Handler
+	console  *console.Console
+	sampler  *console.Sampler
 
 	conns *prometheus.GaugeVec
 
@@ -365,23 +363,21 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	s.ui = ui
-	// Rechecks asked for from the console use a sweeper of their own (as
-	// `findings recheck` does) on the same store, gateway and rate budget.
+	// The console's actions are the CLI's (package action): a recheck reads
+	// the row through the sweep's own store (its money columns, its
+	// account) and judges it with a sweeper of its own on the same
+	// gateway and rate budget.
 	rcfg := cfg.Sweep
 	rcfg.Limiter, rcfg.Clock, rcfg.Logger = s.limiter, cfg.Clock, cfg.Logger.With("component", "console")
-	recheck := sweep.New(store.ForAccount(cfg.Accounts, ""), gw, rcfg)
+	ac := action.Config{Store: store, Accounts: cfg.Accounts, Gateway: gw, Sweep: rcfg, Relay: rl, Clock: cfg.Clock}
 	if sg, ok := gw.(*stripeapi.Gateway); ok && cfg.Accounts.Found {
-		s.accountRecheck = func(account string) *sweep.Sweeper {
-			ac := rcfg
-			base := rcfg.Job
-			if base == "" {
-				base = sweep.DefaultJob
-			}
-			ac.Job = payrecon.AccountJob(base, account)
-			return sweep.New(store.ForAccount(cfg.Accounts, account), sg.ForAccount(account, nil), ac)
-		}
+		ac.AccountGateway = func(account string) payrecon.Gateway { return sg.ForAccount(account, nil) }
 	}
-	if s.console, s.sampler, err = s.newConsole(pool, recheck); err != nil {
+	actions, err := action.New(pool, ac)
+	if err != nil {
+		return nil, err
+	}
+	if s.console, s.sampler, err = s.newConsole(pool, actions); err != nil {
 		return nil, err
 	}
 

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/stripeapi"
 	"github.com/payrecon/payrecon/stripesim"
 )
@@ -67,5 +69,31 @@ func TestForAccountSetsStripeAccountOnEveryRequest(t *testing.T) {
 	}
 	if a.Account() != "acct_A" || b.gw.Account() != "" {
 		t.Errorf("Account() = %q, %q", a.Account(), b.gw.Account())
+	}
+}
+
+// A retry is a request at Stripe's side: it waits on the budget the call's
+// context carries (budget.WithRetries), so a platform's --platform-rps
+// holds under 429s. Held, the budget keeps the retry from being sent.
+func TestRetriesSpendTheContextsBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, stripesim.Config{}, nil)
+	b.sim.Put(stripesim.Intent{ID: "pi_r", Status: payrecon.IntentSucceeded, Account: "acct_A"})
+	gw := b.gw.ForAccount("acct_A", nil)
+	lim := budget.NewLimiter(0)
+	lim.Hold(time.Now().Add(time.Hour))
+	b.sim.FailNext(stripesim.Failure{Status: http.StatusTooManyRequests})
+	ctx, cancel := context.WithTimeout(budget.WithRetries(context.Background(), lim), 1500*time.Millisecond) // past the backoff (375 ms)
+	defer cancel()
+	if _, err := gw.RetrieveIntent(ctx, "pi_r"); err == nil {
+		t.Fatal("the retry went out while its budget was held")
+	}
+	if n := b.sim.Stats().Requests[stripesim.EndpointRetrieveIntent]; n != 1 {
+		t.Fatalf("%d requests reached Stripe, want 1 (the retry waits on the budget)", n)
+	}
+	lim.Hold(time.Time{})
+	b.sim.FailNext(stripesim.Failure{Status: http.StatusTooManyRequests})
+	if _, err := gw.RetrieveIntent(budget.WithRetries(context.Background(), lim), "pi_r"); err != nil {
+		t.Fatalf("with the budget released, the retry succeeds: %v", err)
 	}
 }

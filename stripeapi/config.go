@@ -44,7 +44,9 @@ type Config struct {
 	// Timeout bounds each attempt; 0 means TimeoutDefault.
 	Timeout time.Duration
 	// MaxRetries is the number of retries after the first attempt; 0 means
-	// MaxRetriesDefault, a negative value means none.
+	// MaxRetriesDefault, a negative value means none. Each retry waits,
+	// after its backoff, on the budget the call's context carries
+	// (budget.WithRetries): a retry is a request at Stripe's side too.
 	MaxRetries int
 	// BackoffBase is the wait before the first retry, doubled for each
 	// further one up to BackoffMax, then jittered down by up to half;

@@ -46,7 +46,7 @@ func runContract(t *testing.T, tgt contractTarget) {
 	}
 	checkIntent := func(t *testing.T, in payrecon.Intent) {
 		t.Helper()
-		if !strings.HasPrefix(in.ID, "pi_") || !in.Status.Known() || in.Created.IsZero() || in.Created.Unix() <= 0 ||
+		if !strings.HasPrefix(in.ID, "pi_") || !in.Status.Valid() || in.Created.IsZero() || in.Created.Unix() <= 0 ||
 			in.Amount <= 0 || in.Currency == "" || in.Metadata == nil {
 			t.Errorf("intent %+v does not parse as a PaymentIntent", in)
 		}

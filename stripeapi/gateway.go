@@ -11,6 +11,7 @@ import (
 	"github.com/stripe/stripe-go/v85/form"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/budget"
 )
 
 // Gateway reads PaymentIntents, with their latest charge, and events from
@@ -233,6 +234,16 @@ func (g *Gateway) retry(ctx context.Context, op string, call func(context.Contex
 				return ctxErr
 			}
 			return fmt.Errorf("wait before retry: %w", err)
+		}
+		// A retry is a request at Stripe's side: it spends the caller's
+		// budget like the first attempt did.
+		if lim := budget.ForRetries(ctx); lim != nil {
+			if err := lim.Wait(ctx); err != nil {
+				if ctxErr := ctx.Err(); ctxErr != nil {
+					return ctxErr
+				}
+				return fmt.Errorf("wait for the budget before retry: %w", err)
+			}
 		}
 	}
 }

@@ -75,3 +75,25 @@ func TestRateLimitPerAccount(t *testing.T) {
 		t.Fatalf("first of B after A was limited: %d", r.status)
 	}
 }
+
+// With PerAccount and Accounts, only those accounts are limited.
+func TestRateLimitOnlySomeAccounts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, stripesim.Config{Faults: stripesim.Faults{RateLimit: stripesim.RateLimit{PerSecond: 1, Burst: 1, PerAccount: true,
+		Accounts: []string{"acct_A"}}}})
+	b.sim.Put(stripesim.Intent{ID: "pi_a", Account: "acct_A"})
+	b.sim.Put(stripesim.Intent{ID: "pi_b", Account: "acct_B"})
+	key := "Bearer " + b.sim.SecretKey()
+	for i := range 3 {
+		if r := b.getAs(t, "/v1/payment_intents/pi_b", key, "acct_B"); r.status != http.StatusOK {
+			t.Fatalf("request %d of B: %d, want 200 (B is not limited)", i, r.status)
+		}
+	}
+	if r := b.getAs(t, "/v1/payment_intents/pi_a", key, "acct_A"); r.status != http.StatusOK {
+		t.Fatalf("first of A: %d", r.status)
+	}
+	r := b.getAs(t, "/v1/payment_intents/pi_a", key, "acct_A")
+	if r.status != http.StatusTooManyRequests || r.header.Get("Stripe-Rate-Limited-Reason") == "" {
+		t.Fatalf("second of A: %d (reason %q), want 429 with Stripe-Rate-Limited-Reason", r.status, r.header.Get("Stripe-Rate-Limited-Reason"))
+	}
+}

@@ -60,6 +60,10 @@ type RateLimit struct {
 	// PerAccount gives each Stripe-Account (and the platform, without the
 	// header) its own bucket, as Stripe limits each account on its own.
 	PerAccount bool
+	// Accounts, when set with PerAccount, limits only these accounts ("" is
+	// the platform's own): the others are never answered 429, as when one
+	// connected account is busy with other integrations.
+	Accounts []string
 	// RetryAfter, when positive, is sent as Retry-After (whole seconds).
 	// Stripe itself does not send it.
 	RetryAfter time.Duration
@@ -91,6 +95,7 @@ func (s *Server) SetFaults(f Faults) {
 	f.MissingPermissions = slices.Clone(f.MissingPermissions)
 	s.faultMu.Lock()
 	defer s.faultMu.Unlock()
+	f.RateLimit.Accounts = slices.Clone(f.RateLimit.Accounts)
 	s.faults = f
 	clear(s.limiters)
 }
@@ -101,6 +106,7 @@ func (s *Server) Faults() Faults {
 	defer s.faultMu.Unlock()
 	f := s.faults
 	f.MissingPermissions = slices.Clone(f.MissingPermissions)
+	f.RateLimit.Accounts = slices.Clone(f.RateLimit.Accounts)
 	return f
 }
 
@@ -190,6 +196,9 @@ func (s *Server) allow(endpoint, account string) (bool, RateLimit) {
 		key = endpoint
 	}
 	if rl.PerAccount {
+		if len(rl.Accounts) > 0 && !slices.Contains(rl.Accounts, account) {
+			return true, rl
+		}
 		key += "/" + account
 	}
 	lim, ok := s.limiters[key]

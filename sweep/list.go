@@ -29,6 +29,16 @@ const (
 	ModeAuto Mode = "auto"
 )
 
+// ReadsPerRow is what the mode costs in Stripe read requests per row, for
+// the read allocation's arithmetic (payrecon.Allocate): 1 in retrieve mode,
+// payrecon.ReadsPerRowList when it lists (list and auto mode).
+func (m Mode) ReadsPerRow() float64 {
+	if m == ModeRetrieve {
+		return 1
+	}
+	return payrecon.ReadsPerRowList
+}
+
 // ParseMode parses a --mode value.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {

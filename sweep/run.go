@@ -25,11 +25,11 @@ func (s *Sweeper) Run(ctx context.Context, progress ProgressFunc) error {
 	})
 }
 
-// Fatal reports whether err must stop a continuous sweep (or the service):
+// StopsSweeping reports whether err must stop a continuous sweep (or the service):
 // a configuration error a person must fix, or a Stripe outage longer than
 // Config.MaxOutage. Everything else (the database unavailable, a lease
 // that could not be taken) is worth retrying.
-func Fatal(err error) bool {
+func StopsSweeping(err error) bool {
 	return err != nil && (errors.Is(err, payrecon.ErrConfig) || errors.Is(err, ErrOutage))
 }
 

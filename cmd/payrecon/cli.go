@@ -96,10 +96,13 @@ type app struct {
 	cli    *cli
 	// command is the selected command's path, e.g. "findings list".
 	command string
+	// clock is the time status and plan project from (the read
+	// allocation's 30 days); tests set it.
+	clock payrecon.Clock
 }
 
 func newApp(getenv func(string) string, stdout, stderr io.Writer) *app {
-	return &app{getenv: getenv, stdout: stdout, stderr: stderr}
+	return &app{getenv: getenv, stdout: stdout, stderr: stderr, clock: payrecon.SystemClock{}}
 }
 
 const description = `payrecon keeps a PostgreSQL payments table honest against Stripe: it finds every row where the

@@ -23,9 +23,9 @@ type paymentsShowCmd struct {
 
 // paymentHistory is what `payments show` prints.
 type paymentHistory struct {
-	Payment     postgres.PaymentDetail       `json:"payment"`
+	Payment     payrecon.Payment             `json:"payment"`
 	Transitions []payrecon.PaymentTransition `json:"transitions"`
-	Findings    []postgres.Finding           `json:"findings"`
+	Findings    []payrecon.Finding           `json:"findings"`
 	Repairs     []postgres.RepairCommand     `json:"repair_commands"`
 	Webhooks    []postgres.IntentEvent       `json:"webhook_events"`
 	// CheckoutSession is the session the row records (--session-column),
@@ -81,7 +81,7 @@ func (c *paymentsShowCmd) Run(a *app) error {
 			h.Transitions = []payrecon.PaymentTransition{}
 		}
 		if h.Findings == nil {
-			h.Findings = []postgres.Finding{}
+			h.Findings = []payrecon.Finding{}
 		}
 		if h.Repairs == nil {
 			h.Repairs = []postgres.RepairCommand{}
@@ -162,7 +162,7 @@ func printTransitions(w io.Writer, ts []payrecon.PaymentTransition) {
 
 // sessionIntent is the PaymentIntent of a session row's Checkout Session
 // as the newest finding that saw one recorded it ("" when none did).
-func sessionIntent(findings []postgres.Finding) string {
+func sessionIntent(findings []payrecon.Finding) string {
 	var at time.Time
 	intent := ""
 	for _, f := range findings {

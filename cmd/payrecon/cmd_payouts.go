@@ -477,7 +477,7 @@ func (a *app) payoutsAccess(f stripeFlags, interval time.Duration) (time.Duratio
 }
 
 // describeSettled says what the payouts said on a settlement finding.
-func describeSettled(d postgres.SettlementDetails) string {
+func describeSettled(d payrecon.SettlementDetails) string {
 	if d.Charges == 0 {
 		return "in no payout read"
 	}

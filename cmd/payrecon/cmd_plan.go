@@ -56,7 +56,7 @@ func (c *planCmd) Run(a *app) error {
 			return err
 		}
 		defer closePool(pool)
-		st, err := postgres.NewMonitor(pool).Status(a.ctx, time.Now(), true, relay.Kind)
+		st, err := postgres.NewMonitor(pool).Status(a.ctx, a.clock.Now(), true, relay.Kind)
 		if err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func (c *planCmd) allocationFromDB(a *app, cycle time.Duration, out *allocationS
 	if err != nil {
 		return err
 	}
-	vols, err := postgres.AccountVolumes(a.ctx, pool, col, time.Now().Add(-payrecon.AllocationWindow))
+	vols, err := postgres.AccountVolumes(a.ctx, pool, col, a.clock.Now().Add(-payrecon.AllocationWindow))
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/payrecon/payrecon/action"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 )
@@ -91,7 +92,11 @@ func (c *relayCmd) Run(a *app) error {
 		fmt.Fprintln(a.stdout, "retry one with: payrecon relay --retry JOB")
 		return nil
 	case c.Retry != 0:
-		job, err := rl.Retry(a.ctx, c.Retry)
+		acts, err := action.New(pool, action.Config{Relay: rl})
+		if err != nil {
+			return err
+		}
+		job, err := acts.RetryDeadLetter(a.ctx, c.Retry, action.By{})
 		if err != nil {
 			return err
 		}

@@ -79,20 +79,14 @@ func (c *statusCmd) Run(a *app) error {
 		only = payrecon.AccountJob(c.Job, acct)
 		mon = mon.WithJob(only)
 	}
-	now := time.Now()
-	st, err := mon.Status(a.ctx, now, !c.Estimate, relay.Kind)
+	now := a.clock.Now()
+	base := ""
+	if accounts.Found {
+		base = c.Job // the platform's lag is its worst account's
+	}
+	st, as, err := mon.Figures(a.ctx, now, !c.Estimate, relay.Kind, base)
 	if err != nil {
 		return err
-	}
-	var as *postgres.AccountsStatus
-	if accounts.Found {
-		s, err := mon.AccountsStatus(a.ctx, now, c.Job)
-		if err != nil {
-			return err
-		}
-		as = &s
-		// The platform's lag is its worst account's.
-		st.Lag, st.LagKnown = s.Lag, s.Accounts > 0
 	}
 	if only != "" {
 		st.Jobs = slices.DeleteFunc(st.Jobs, func(j postgres.JobStatus) bool { return j.Job != only })
@@ -153,7 +147,7 @@ func (c *statusCmd) allocation(a *app, pool *pgxpool.Pool, col postgres.AccountC
 	}
 	var total payrecon.AllocationInput
 	for _, v := range vols {
-		in := payrecon.AllocationInput{Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: readsPerRow(mode), Cycle: c.MinCycle, Share: c.ReadShare}
+		in := payrecon.AllocationInput{Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: mode.ReadsPerRow(), Cycle: c.MinCycle, Share: c.ReadShare}
 		out.Accounts = append(out.Accounts, accountAllocation{Account: v.Account, AllocationResult: payrecon.Allocate(in)})
 		total.Rows += v.Rows
 		total.Transactions += v.Recent
@@ -165,7 +159,7 @@ func (c *statusCmd) allocation(a *app, pool *pgxpool.Pool, col postgres.AccountC
 	out.Accounts = out.Accounts[:min(len(out.Accounts), 10)]
 	if col.Found {
 		p := payrecon.Allocate(payrecon.AllocationInput{Rows: total.Rows, Transactions: total.Transactions,
-			ReadsPerRow: readsPerRow(mode), Cycle: c.MinCycle, Share: c.ReadShare})
+			ReadsPerRow: mode.ReadsPerRow(), Cycle: c.MinCycle, Share: c.ReadShare})
 		out.Platform = &p
 	}
 	return out, nil

@@ -150,7 +150,7 @@ func describeMoney(col string, on bool, problem string) string {
 // describeStripeMoney says in a line what Stripe said about the money when
 // a finding was recorded: "5,000 JPY captured, 5,000 refunded (seen
 // 2026-11-30 10:00 UTC); the intent asks 5,000, received 5,000".
-func describeStripeMoney(d postgres.FindingDetails) string {
+func describeStripeMoney(d payrecon.FindingDetails) string {
 	cur := strings.ToUpper(d.Currency)
 	asked := fmt.Sprintf("the intent asks %s %s, received %s", thousands(d.Amount), cur, thousands(d.AmountReceived))
 	c := d.Charge
@@ -173,7 +173,7 @@ func describeStripeMoney(d postgres.FindingDetails) string {
 }
 
 // describeLocalMoney says what the row held when the finding was recorded.
-func describeLocalMoney(d postgres.FindingDetails) string {
+func describeLocalMoney(d payrecon.FindingDetails) string {
 	amount := "NULL"
 	if d.LocalAmount != nil {
 		amount = thousands(*d.LocalAmount)

@@ -245,7 +245,7 @@ type proc struct {
 	done   chan error
 }
 
-func startBinary(t *testing.T, env map[string]string, args ...string) *proc {
+func startBinary(t testing.TB, env map[string]string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(binary(t), args...)
 	cmd.Env = os.Environ()
