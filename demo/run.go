@@ -415,72 +415,59 @@ func (r *runner) readRows(ctx context.Context) (map[int64]rowState, error) {
 	return out, nil
 }
 
+// cycleWatch follows the embedded service's sweep through its progress
+// callback: rows swept, when the live rows are passed, when the cycle
+// completes.
+type cycleWatch struct {
+	swept   atomic.Int64
+	wrapped atomic.Bool
+	// wrappedAt is when the cycle completed (on a platform, every
+	// account's), in Unix nanoseconds.
+	wrappedAt atomic.Int64
+	cycle     chan sweep.CycleReport
+	passed    chan int
+	passOnce  sync.Once
+	// liveEnd: the live rows are passed once the cycle has swept this many
+	// rows (on a platform, once every account's cycle is done).
+	liveEnd  int
+	accounts bool
+}
+
+func newCycleWatch(liveEnd int, accounts bool) *cycleWatch {
+	return &cycleWatch{cycle: make(chan sweep.CycleReport, 1), passed: make(chan int, 1), liveEnd: liveEnd, accounts: accounts}
+}
+
+// progress is the sweep's progress callback (sweep.ProgressFunc).
+func (w *cycleWatch) progress(b sweep.BatchReport, total sweep.CycleReport) {
+	if w.wrapped.Load() {
+		return // after the cycle, recheck batches report totals of their own
+	}
+	w.swept.Store(int64(total.Scanned))
+	if total.Scanned >= w.liveEnd && (!w.accounts || b.Wrapped) {
+		w.passOnce.Do(func() { w.passed <- total.Scanned })
+	}
+	if b.Wrapped {
+		w.wrappedAt.Store(time.Now().UnixNano())
+		w.wrapped.Store(true)
+		w.cycle <- total
+	}
+}
+
 // runService runs the real service until its first sweep cycle completes
 // and the repair queue drains, then stops it and waits for a clean stop. It
 // returns the cycle's totals.
 func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
+	w := newCycleWatch(r.plan.live[len(r.plan.live)-1]+1, r.accounts.Found)
+	progress := w.progress
 	var (
-		swept   atomic.Int64
-		wrapped atomic.Bool
-		// wrappedAt is when the cycle completed (on a platform, every
-		// account's), in Unix nanoseconds.
-		wrappedAt atomic.Int64
-		cycle     = make(chan sweep.CycleReport, 1)
-		ready     = make(chan struct{})
-		once      sync.Once
-		passed    = make(chan int, 1)
-		passOnce  sync.Once
-		// The live rows are passed once the cycle has swept this many rows.
-		liveEnd = r.plan.live[len(r.plan.live)-1] + 1
+		ready = make(chan struct{})
+		once  sync.Once
 	)
-	progress := func(b sweep.BatchReport, total sweep.CycleReport) {
-		if wrapped.Load() {
-			return // after the cycle, recheck batches report totals of their own
-		}
-		swept.Store(int64(total.Scanned))
-		if total.Scanned >= liveEnd && (!r.accounts.Found || b.Wrapped) { // an account's rows are passed once every account's cycle is done
-			passOnce.Do(func() { passed <- total.Scanned })
-		}
-		if b.Wrapped {
-			wrappedAt.Store(time.Now().UnixNano())
-			wrapped.Store(true)
-			cycle <- total
-		}
-	}
-	cols, err := postgres.DetectMoneyColumns(ctx, r.pool, "amount", "currency")
+	sc, err := r.serviceConfig(ctx, progress, func(string) { once.Do(func() { close(ready) }) })
 	if err != nil {
 		return sweep.CycleReport{}, err
 	}
-	stuckAfter, err := payrecon.ParseStuckAfter(payrecon.DefaultStuckAfter)
-	if err != nil {
-		return sweep.CycleReport{}, err
-	}
-	svc, err := service.New(r.pool, service.Config{
-		HTTPAddr:     "127.0.0.1:0",
-		AdminAddr:    r.cfg.AdminAddr,
-		MoneyColumns: cols,
-		Sweep: sweep.Config{
-			Money:       cols.Checks(nil),
-			StuckAfter:  stuckAfter,
-			Batch:       r.cfg.Batch,
-			Grace:       -1, // every webhook has already landed
-			Mode:        sweep.ModeAuto,
-			Concurrency: sweepConcurrent,
-			MinCycle:    24 * time.Hour, // one cycle, then idle
-			MaxOutage:   time.Minute,
-		},
-		RPS:            0,
-		Events:         catchup.Config{Interval: liveEventsInterval},
-		Stripe:         stripeapi.Config{SecretKey: r.sim.SecretKey(), APIBase: r.sim.URL()},
-		WebhookSecrets: r.secrets(),
-		Relay:          relay.Config{Workers: relayWorkers, Notify: r.shop.notifyConfig()},
-		Logger:         quiet(r.log),
-		SweepProgress:  progress,
-		Ready:          func(string) { once.Do(func() { close(ready) }) },
-		Accounts:       r.accounts,
-		Sessions:       r.sessions,
-		PlatformRPS:    -1, // the simulator has no rate limit
-	})
+	svc, err := service.New(r.pool, sc)
 	if err != nil {
 		return sweep.CycleReport{}, fmt.Errorf("build the service: %w", err)
 	}
@@ -502,7 +489,7 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 
 	expected := r.plan.injected()
 	repairs := expected[payrecon.KindMissedSuccess] + expected[payrecon.KindMissedCancel]
-	mon := r.monitor(ctx, &swept, &wrapped, repairs)
+	mon := r.monitor(ctx, &w.swept, &w.wrapped, repairs)
 	defer mon.stop()
 	if r.accounts.Found {
 		// The accounts' sweeps run as River job chains, not the one
@@ -548,7 +535,7 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 
 	// The live phase, once the sweep has passed the live rows.
 	select {
-	case n := <-passed:
+	case n := <-w.passed:
 		if err := r.livePhase(ctx, svc.Addr(), n); err != nil {
 			return sweep.CycleReport{}, err
 		}
@@ -561,26 +548,14 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 
 	var total sweep.CycleReport
 	select {
-	case total = <-cycle:
+	case total = <-w.cycle:
 	case err := <-runErr:
 		stopped = true
 		return failed("stopped before the cycle completed", err)
 	case <-ctx.Done():
-		return sweep.CycleReport{}, fmt.Errorf("waiting for the sweep cycle (%d of %d rows swept): %w", swept.Load(), len(r.plan.rows), ctx.Err())
+		return sweep.CycleReport{}, fmt.Errorf("waiting for the sweep cycle (%d of %d rows swept): %w", w.swept.Load(), len(r.plan.rows), ctx.Err())
 	}
-	r.rep.Sweep.Duration = time.Since(began)
-	if r.accounts.Found { // the live phase came after the accounts' cycles
-		r.rep.Sweep.Duration = time.Unix(0, wrappedAt.Load()).Sub(began)
-	}
-	r.log.Info("sweep cycle complete", "rows", total.Scanned, "duration", r.rep.Sweep.Duration.Round(time.Millisecond),
-		"new_findings", total.NewFindings, "repair_commands", total.Commands)
-
-	cycleDone := time.Now()
-	if err := r.drain(ctx, runErr, &stopped); err != nil {
-		return total, err
-	}
-	r.rep.Repairs.DrainAfterCycle = time.Since(cycleDone)
-	if err := r.waitDelivered(ctx); err != nil {
+	if err := r.afterCycle(ctx, total, began, w, runErr, &stopped); err != nil {
 		return total, err
 	}
 	mon.stop()
@@ -589,6 +564,63 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 	}
 	r.log.Info("service stopped cleanly")
 	return total, nil
+}
+
+// afterCycle reports the completed cycle, drains the repair queue and
+// waits until every notification is delivered.
+func (r *runner) afterCycle(ctx context.Context, total sweep.CycleReport, began time.Time, w *cycleWatch, runErr chan error, stopped *bool) error {
+	r.rep.Sweep.Duration = time.Since(began)
+	if r.accounts.Found { // the live phase came after the accounts' cycles
+		r.rep.Sweep.Duration = time.Unix(0, w.wrappedAt.Load()).Sub(began)
+	}
+	r.log.Info("sweep cycle complete", "rows", total.Scanned, "duration", r.rep.Sweep.Duration.Round(time.Millisecond),
+		"new_findings", total.NewFindings, "repair_commands", total.Commands)
+	cycleDone := time.Now()
+	if err := r.drain(ctx, runErr, stopped); err != nil {
+		return err
+	}
+	r.rep.Repairs.DrainAfterCycle = time.Since(cycleDone)
+	return r.waitDelivered(ctx)
+}
+
+// serviceConfig is the embedded service's configuration: the demo's money
+// columns, one cycle then idle, no grace (every webhook has landed), the
+// simulator without a rate limit; progress and ready are the demo's.
+func (r *runner) serviceConfig(ctx context.Context, progress sweep.ProgressFunc, ready func(string)) (service.Config, error) {
+	cols, err := postgres.DetectMoneyColumns(ctx, r.pool, "amount", "currency")
+	if err != nil {
+		return service.Config{}, err
+	}
+	stuckAfter, err := payrecon.ParseStuckAfter(payrecon.DefaultStuckAfter)
+	if err != nil {
+		return service.Config{}, err
+	}
+	return service.Config{
+		HTTPAddr:     "127.0.0.1:0",
+		AdminAddr:    r.cfg.AdminAddr,
+		MoneyColumns: cols,
+		Sweep: sweep.Config{
+			Money:       cols.Checks(nil),
+			StuckAfter:  stuckAfter,
+			Batch:       r.cfg.Batch,
+			Grace:       -1, // every webhook has already landed
+			Mode:        sweep.ModeAuto,
+			Concurrency: sweepConcurrent,
+			MinCycle:    24 * time.Hour, // one cycle, then idle
+			MaxOutage:   time.Minute,
+		},
+		RPS:            0,
+		Events:         catchup.Config{Interval: liveEventsInterval},
+		Stripe:         stripeapi.Config{SecretKey: r.sim.SecretKey(), APIBase: r.sim.URL()},
+		WebhookSecrets: r.secrets(),
+		Relay:          relay.Config{Workers: relayWorkers, Notify: r.shop.notifyConfig()},
+		Logger:         quiet(r.log),
+		SweepProgress:  progress,
+		Ready:          ready,
+		Accounts:       r.accounts,
+		Sessions:       r.sessions,
+		PlatformRPS:    -1, // the simulator has no rate limit
+	}, nil
 }
 
 // drain waits until every repair command is processed and no delivery job

@@ -21,6 +21,10 @@ import (
 // AdminAddrDefault is the admin listener's default address: loopback only.
 const AdminAddrDefault = "127.0.0.1:8081"
 
+// HTTPAddrDefault is the public listener's default address (the webhook
+// and health): loopback only.
+const HTTPAddrDefault = "127.0.0.1:8080"
+
 // NotifyKind is River's job kind of application notifications
 // (relay.NotifyKind); the console counts its backlog and dead letters.
 const NotifyKind = relay.NotifyKind

@@ -22,7 +22,7 @@ type findingsCmd struct {
 }
 
 type findingsListCmd struct {
-	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): any finding kind of the README's table, e.g. missed_success, amount_mismatch, settled_not_paid_locally."`
+	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): ${kinds}."`
 	Verdict   []string      `help:"Only these verdicts: repairable, needs_review."`
 	State     string        `enum:"open,resolved,all" default:"open" help:"open, resolved or all."`
 	OlderThan time.Duration `name:"older-than" help:"Only findings detected longer ago than this (e.g. 24h)."`
@@ -324,9 +324,9 @@ type findingsRecheckCmd struct {
 	// look.
 	moneyFlags
 	repairModeFlag
-	ID   int64  `arg:"" help:"Finding id."`
-	Job  string `default:"payments-vs-stripe" help:"Job the recheck is recorded under."`
-	JSON bool   `help:"Print JSON."`
+	ID int64 `arg:"" help:"Finding id."`
+	jobFlag
+	JSON bool `help:"Print JSON."`
 }
 
 func (c *findingsRecheckCmd) Run(a *app) error {

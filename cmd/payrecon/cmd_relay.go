@@ -16,8 +16,8 @@ type relayCmd struct {
 	DeadLetters bool  `name:"dead-letters" help:"List repair commands and notifications River gave up on (discarded after their last attempt, or cancelled as invalid)."`
 	Retry       int64 `placeholder:"JOB_ID" help:"Retry a dead-lettered repair or notification job now (after fixing its cause)."`
 	Workers     int   `default:"16" help:"Commands applied at once (at most --db-max-conns minus 4)."`
-	MaxAttempts int   `name:"max-attempts" default:"8" help:"Attempts before a command is dead-lettered (set on commands queued from now on)."`
-	JSON        bool  `help:"Print JSON."`
+	maxAttemptsFlag
+	JSON bool `help:"Print JSON."`
 	retainFlags
 	notifyFlags
 }

@@ -18,14 +18,14 @@ import (
 )
 
 type statusCmd struct {
-	Estimate bool   `help:"Use PostgreSQL's row estimate instead of count(*) (instant on very large tables)."`
-	JSON     bool   `help:"Print JSON."`
-	Job      string `default:"payments-vs-stripe" help:"Connect: the sweep job whose accounts are summarised (their jobs are <job>/<acct_…>)."`
-	Account  string `placeholder:"acct_…" help:"Connect: show this account's sweep job and events cursor too (\"platform\" for the platform's own rows)."`
+	Estimate bool `help:"Use PostgreSQL's row estimate instead of count(*) (instant on very large tables)."`
+	JSON     bool `help:"Print JSON."`
+	jobFlag
+	Account string `placeholder:"acct_…" help:"Connect: show this account's sweep job and events cursor too (\"platform\" for the platform's own rows)."`
 	moneyFlags
-	ReadShare float64       `name:"read-share" default:"0.5" help:"The share of Stripe's read allocation the sweep may plan (as run's --read-share): status says which accounts' cycles it stretches."`
-	Mode      string        `enum:"retrieve,list,auto" default:"auto" help:"The sweep's mode (as run's --mode), for its reads per row: 1 in retrieve mode, 0.0101 in list or auto mode."`
-	MinCycle  time.Duration `name:"min-cycle" default:"1m" help:"The sweep's minimum cycle (as run's --min-cycle), for its projected reads."`
+	readShareFlag
+	sweepModeFlag
+	minCycleFlag
 }
 
 // allocationStatus is each account's projected reads over Stripe's 30

@@ -101,6 +101,8 @@ func (f moneyFlags) metadata() (map[string]string, error) {
 	return map[string]string{strings.TrimSpace(k): v}, nil
 }
 
+// kindList names every finding kind, for errors and help texts (the
+// ${kinds} of flag tags).
 func kindList() string {
 	s := make([]string, len(payrecon.Kinds))
 	for i, k := range payrecon.Kinds {
