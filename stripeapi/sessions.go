@@ -103,13 +103,28 @@ func sessionListQuery(q payrecon.ListQuery) string {
 	return values.Encode()
 }
 
-// sessionWire is the part of a Checkout Session payrecon reads.
+// sessionWire is the part of a Checkout Session payrecon reads, its
+// PaymentIntent expanded with its charge (or null): decoded in one pass, as
+// an intent is. An answer whose payment_intent (or its latest_charge) came
+// as an id alone fails that decode and is decoded again with
+// flexSessionWire.
 type sessionWire struct {
-	ID            string    `json:"id"`
-	Status        string    `json:"status"`
-	PaymentStatus string    `json:"payment_status"`
-	Created       int64     `json:"created"`
-	ExpiresAt     int64     `json:"expires_at"`
+	sessionFields
+	PaymentIntent *intentWire `json:"payment_intent"`
+}
+
+type sessionFields struct {
+	ID            string `json:"id"`
+	Status        string `json:"status"`
+	PaymentStatus string `json:"payment_status"`
+	Created       int64  `json:"created"`
+	ExpiresAt     int64  `json:"expires_at"`
+}
+
+// flexSessionWire is sessionWire with a payment_intent that may also be an
+// id, and a charge that may be one too: the second, slower decode.
+type flexSessionWire struct {
+	sessionFields
 	PaymentIntent intentRef `json:"payment_intent"`
 }
 
@@ -141,34 +156,60 @@ type sessionPageWire struct {
 	HasMore bool          `json:"has_more"`
 }
 
-func (w *sessionWire) session() payrecon.Session {
+type flexSessionPageWire struct {
+	Data    []flexSessionWire `json:"data"`
+	HasMore bool              `json:"has_more"`
+}
+
+func (f *sessionFields) session(ref intentRef) payrecon.Session {
 	return payrecon.Session{
-		ID:              w.ID,
-		Status:          payrecon.SessionStatus(w.Status),
-		PaymentStatus:   w.PaymentStatus,
-		Created:         unixTime(w.Created),
-		ExpiresAt:       unixTime(w.ExpiresAt),
-		PaymentIntentID: w.PaymentIntent.id,
-		PaymentIntent:   w.PaymentIntent.intent,
+		ID:              f.ID,
+		Status:          payrecon.SessionStatus(f.Status),
+		PaymentStatus:   f.PaymentStatus,
+		Created:         unixTime(f.Created),
+		ExpiresAt:       unixTime(f.ExpiresAt),
+		PaymentIntentID: ref.id,
+		PaymentIntent:   ref.intent,
 	}
+}
+
+// ref is the one-pass decode's expanded intent as an intentRef.
+func (w *sessionWire) ref() intentRef {
+	if w.PaymentIntent == nil {
+		return intentRef{}
+	}
+	in := w.PaymentIntent.intent(w.PaymentIntent.LatestCharge)
+	return intentRef{id: in.ID, intent: &in}
 }
 
 func decodeSession(body []byte) (payrecon.Session, error) {
 	var w sessionWire
-	if err := json.Unmarshal(body, &w); err != nil {
+	if err := json.Unmarshal(body, &w); err == nil {
+		return w.session(w.ref()), nil
+	}
+	var f flexSessionWire
+	if err := json.Unmarshal(body, &f); err != nil {
 		return payrecon.Session{}, fmt.Errorf("decode checkout session: %w", err)
 	}
-	return w.session(), nil
+	return f.session(f.PaymentIntent), nil
 }
 
 func decodeSessionPage(body []byte) (payrecon.SessionPage, error) {
 	var w sessionPageWire
-	if err := json.Unmarshal(body, &w); err != nil {
+	if err := json.Unmarshal(body, &w); err == nil {
+		page := payrecon.SessionPage{Sessions: make([]payrecon.Session, len(w.Data)), HasMore: w.HasMore}
+		for i := range w.Data {
+			page.Sessions[i] = w.Data[i].session(w.Data[i].ref())
+		}
+		return page, nil
+	}
+	var f flexSessionPageWire
+	if err := json.Unmarshal(body, &f); err != nil {
 		return payrecon.SessionPage{}, fmt.Errorf("decode checkout session list: %w", err)
 	}
-	page := payrecon.SessionPage{Sessions: make([]payrecon.Session, len(w.Data)), HasMore: w.HasMore}
-	for i := range w.Data {
-		page.Sessions[i] = w.Data[i].session()
+	page := payrecon.SessionPage{Sessions: make([]payrecon.Session, len(f.Data)), HasMore: f.HasMore}
+	for i := range f.Data {
+		page.Sessions[i] = f.Data[i].session(f.Data[i].PaymentIntent)
 	}
 	return page, nil
 }

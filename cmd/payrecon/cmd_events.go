@@ -27,6 +27,7 @@ type eventsCmd struct {
 	leaseTimeoutFlag
 	ignoreFlags
 	repairModeFlag
+	sessionColumnFlag
 }
 
 // checkDetectionFlags validates the catch-up and recent-window durations:
@@ -94,6 +95,10 @@ func (c *eventsCmd) Run(a *app) error {
 	}
 	events := postgres.NewEvents(pool, writer, nil)
 	if events.Ignore, err = c.ignore(); err != nil {
+		return err
+	}
+	// checkout.session.* events apply to the row of their session.
+	if events.Sessions, err = a.sessionColumn(pool, c.sessionColumnFlag); err != nil {
 		return err
 	}
 	if events.RepairMode = c.mode(); events.RepairMode.Holds() {

@@ -136,9 +136,10 @@ func TestDemoConfigurationErrors(t *testing.T) {
 // environment (DATABASE_URL removed unless given).
 func runDemoBinary(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	bin := binary(t) // built first: the build is not the process's time
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), append([]string{"demo"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"demo"}, args...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "DATABASE_URL=") {
 			cmd.Env = append(cmd.Env, kv)

@@ -60,3 +60,41 @@ func TestSessionRowsThroughTheCLI(t *testing.T) {
 		t.Errorf("%d invalid_local_row findings without the session column", n)
 	}
 }
+
+// A lost checkout.session.completed is applied by `events --once`, the
+// catch-up's command, to the row of its session.
+func TestEventsOnceAppliesSessionEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pool := pgtestPool(t, b.url)
+	if r := runCLI(t, b.env, "migrate"); r.code != 0 {
+		t.Fatalf("migrate: %d %s", r.code, r.stderr)
+	}
+	pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN stripe_checkout_session_id text")
+	pgtest.Exec(t, pool, "ALTER TABLE payments ALTER COLUMN stripe_payment_intent_id DROP NOT NULL")
+	if _, err := b.sim.CreateSession(stripesim.Session{ID: "cs_test_events"}); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := pool.QueryRow(context.Background(), `INSERT INTO payments (order_id, stripe_checkout_session_id, status)
+		VALUES ('order_events', 'cs_test_events', 'pending') RETURNING id`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.sim.CompleteSession("cs_test_events", stripesim.Intent{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if r := runCLI(t, b.env, "events", "--once", "--since", "1h"); r.code != 0 {
+		t.Fatalf("events --once: %d %s", r.code, r.stderr)
+	}
+	var status, source string
+	if err := pool.QueryRow(context.Background(), `SELECT p.status, coalesce((SELECT source FROM payment_transitions WHERE payment_id = p.id), '')
+		FROM payments p WHERE p.id = $1`, id).Scan(&status, &source); err != nil {
+		t.Fatal(err)
+	}
+	if status != "paid" || source != "events" {
+		t.Errorf("after events --once: %s, transition by %q", status, source)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missing_locally' AND resolved_at IS NULL"); n != 0 {
+		t.Errorf("%d missing_locally findings left open for the session's intent", n)
+	}
+}
