@@ -77,8 +77,10 @@ const (
 	OutcomeRefused = "refused"
 )
 
-// Config configures a catcher and gives it its dependencies. Zero fields
-// take the defaults.
+// Config configures a catcher and gives it its dependencies. Start from
+// DefaultConfig, edit it and pass it to New; a field left zero (in a
+// literal that does not come from DefaultConfig) takes DefaultConfig's
+// value.
 type Config struct {
 	// Job names the cursor and the lease (default JobDefault). It must
 	// differ from every sweep job's name: the lease keys share one space.
@@ -120,22 +122,36 @@ type Config struct {
 	Registerer prometheus.Registerer
 }
 
+// DefaultConfig returns the defaults: the configuration to start from.
+// RetryPause and RetryPauseMax are left zero (leased's defaults); the
+// dependencies (Limiter, Clock, Logger, …) are left nil.
+func DefaultConfig() Config {
+	return Config{
+		Job:      JobDefault,
+		Interval: IntervalDefault,
+		Since:    SinceDefault,
+		Types:    payrecon.CatchUpEventTypes,
+		Overlap:  OverlapDefault,
+	}
+}
+
 func (c Config) withDefaults() Config {
+	d := DefaultConfig()
 	if c.Job == "" {
-		c.Job = JobDefault
+		c.Job = d.Job
 	}
 	if c.Interval <= 0 {
-		c.Interval = IntervalDefault
+		c.Interval = d.Interval
 	}
 	if c.Since <= 0 {
-		c.Since = SinceDefault
+		c.Since = d.Since
 	}
 	c.Since = min(c.Since, MaxSince)
 	if len(c.Types) == 0 {
-		c.Types = payrecon.CatchUpEventTypes
+		c.Types = d.Types
 	}
 	if c.Overlap <= 0 {
-		c.Overlap = OverlapDefault
+		c.Overlap = d.Overlap
 	}
 	if c.Clock == nil {
 		c.Clock = payrecon.SystemClock{}

@@ -85,7 +85,7 @@ func serviceConfig(sim *stripesim.Server, pw string, logs io.Writer) service.Con
 		ConsolePassword: pw,
 		// A cheap key derivation, and room for the tests' many logins.
 		Console:        console.Config{KDFIterations: 1000, LoginBurst: 100, LoginsPerMinute: 600},
-		Sweep:          sweep.Config{Batch: 50, Grace: -1, Concurrency: 4, MinCycle: time.Hour, MaxOutage: time.Minute},
+		Sweep:          sweep.Config{Batch: 50, Grace: sweep.Off, Concurrency: 4, MinCycle: time.Hour, MaxOutage: time.Minute},
 		Stripe:         stripeapi.Config{SecretKey: sim.SecretKey(), APIBase: sim.URL()},
 		WebhookSecrets: []string{webhookSecret},
 		Relay:          relay.Config{Workers: 2},

@@ -17,6 +17,7 @@ import (
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/httpapi"
+	"github.com/payrecon/payrecon/platform"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/service"
@@ -595,22 +596,20 @@ func (r *runner) serviceConfig(ctx context.Context, progress sweep.ProgressFunc,
 	if err != nil {
 		return service.Config{}, err
 	}
+	sc := sweep.DefaultConfig()
+	sc.Money, sc.StuckAfter, sc.Batch, sc.Concurrency = cols.Checks(nil), stuckAfter, r.cfg.Batch, sweepConcurrent
+	sc.Grace = sweep.Off         // every webhook has already landed
+	sc.MinCycle = 24 * time.Hour // one cycle, then idle
+	sc.MaxOutage = time.Minute
+	ec := catchup.DefaultConfig()
+	ec.Interval = liveEventsInterval
 	return service.Config{
-		HTTPAddr:     "127.0.0.1:0",
-		AdminAddr:    r.cfg.AdminAddr,
-		MoneyColumns: cols,
-		Sweep: sweep.Config{
-			Money:       cols.Checks(nil),
-			StuckAfter:  stuckAfter,
-			Batch:       r.cfg.Batch,
-			Grace:       -1, // every webhook has already landed
-			Mode:        sweep.ModeAuto,
-			Concurrency: sweepConcurrent,
-			MinCycle:    24 * time.Hour, // one cycle, then idle
-			MaxOutage:   time.Minute,
-		},
+		HTTPAddr:       "127.0.0.1:0",
+		AdminAddr:      r.cfg.AdminAddr,
+		MoneyColumns:   cols,
+		Sweep:          sc,
 		RPS:            0,
-		Events:         catchup.Config{Interval: liveEventsInterval},
+		Events:         ec,
 		Stripe:         stripeapi.Config{SecretKey: r.sim.SecretKey(), APIBase: r.sim.URL()},
 		WebhookSecrets: r.secrets(),
 		Relay:          relay.Config{Workers: relayWorkers, Notify: r.shop.notifyConfig()},
@@ -619,7 +618,7 @@ func (r *runner) serviceConfig(ctx context.Context, progress sweep.ProgressFunc,
 		Ready:          ready,
 		Accounts:       r.accounts,
 		Sessions:       r.sessions,
-		PlatformRPS:    -1, // the simulator has no rate limit
+		PlatformRPS:    platform.Unlimited, // the simulator has no rate limit
 	}, nil
 }
 

@@ -64,6 +64,10 @@ const (
 	Queue = "accounts"
 )
 
+// Unlimited, as Config.PlatformRPS, leaves the platform's requests
+// uncapped (--platform-rps 0; a zero field means PlatformRPSDefault).
+const Unlimited float64 = -1
+
 // Defaults of Config.
 const (
 	PlatformRPSDefault      = 50
@@ -110,7 +114,7 @@ type Config struct {
 	// the read allocation's (--read-share, payrecon.Allocate).
 	MinCycles map[string]time.Duration
 	// PlatformRPS caps the sum over every account and replica
-	// (--platform-rps; 0: PlatformRPSDefault, negative: unlimited).
+	// (--platform-rps; 0: PlatformRPSDefault, Unlimited: no cap).
 	PlatformRPS float64
 	// Workers is how many account batches this replica runs at once
 	// (default WorkersDefault).

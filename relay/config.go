@@ -80,13 +80,13 @@ type Config struct {
 	DeadLetterRetention time.Duration
 	// AdoptInterval is how often the running relay gives a delivery job to
 	// outbox commands that have none (written by another producer); zero
-	// means AdoptIntervalDefault, a negative value never.
+	// means AdoptIntervalDefault, Never never.
 	AdoptInterval time.Duration
 	// RiverJobRetention is how long completed jobs are kept before River's
 	// cleaner deletes them (River's CompletedJobRetentionPeriod, for every
 	// kind of job in the database, on River's leader; PruneOnce deletes
-	// payrecon's own for cron). Zero means RiverJobRetentionDefault, a
-	// negative value for ever. Dead letters follow DeadLetterRetention.
+	// payrecon's own for cron). Zero means RiverJobRetentionDefault,
+	// Forever for ever. Dead letters follow DeadLetterRetention.
 	RiverJobRetention time.Duration
 	// PruneTargets are what the periodic prune deletes, and after how long
 	// (postgres.PruneTarget); nil means postgres.PruneTargets(), the
@@ -94,7 +94,7 @@ type Config struct {
 	// whichever works the job prunes with its own.
 	PruneTargets []postgres.PruneTarget
 	// PruneInterval is how often River's leader schedules the prune job;
-	// zero means PruneIntervalDefault, a negative value never.
+	// zero means PruneIntervalDefault, Never never.
 	PruneInterval time.Duration
 	// PruneBatch bounds the rows one prune batch examines (at most 10,000,
 	// River's limit on one deletion); zero means postgres.PruneBatchDefault.
@@ -121,6 +121,15 @@ type Config struct {
 	// now count. Default DrainRetryHorizonDefault.
 	DrainRetryHorizon time.Duration
 }
+
+// Never, as Config.PruneInterval or AdoptInterval, turns that periodic job
+// off; Forever, as Config.RiverJobRetention, keeps completed jobs for ever.
+// (A zero field means the default; any negative value means the same as
+// these.)
+const (
+	Never   time.Duration = -1
+	Forever time.Duration = -1
+)
 
 // withDefaults returns c with every zero field set to its default.
 func (c Config) withDefaults() Config {

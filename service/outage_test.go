@@ -65,7 +65,7 @@ func TestRunSurvivesADatabaseRestart(t *testing.T) {
 		HTTPAddr:  "127.0.0.1:0",
 		AdminAddr: "127.0.0.1:0",
 		// A slow, endless sweep: the outage lands in the middle of a cycle.
-		Sweep: sweep.Config{Batch: 50, MinCycle: -1, Grace: -1, Mode: sweep.ModeRetrieve,
+		Sweep: sweep.Config{Batch: 50, MinCycle: sweep.Off, Grace: sweep.Off, Mode: sweep.ModeRetrieve,
 			RetryPause: 200 * time.Millisecond, RetryPauseMax: time.Second},
 		RPS:            300,
 		Stripe:         stripeapi.Config{SecretKey: sim.SecretKey(), APIBase: sim.URL()},

@@ -32,7 +32,7 @@ func TestPayoutEventsReadTheirPayout(t *testing.T) {
 	sim.Put(stripesim.Intent{ID: "pi_ev_1", Status: payrecon.IntentSucceeded, Created: old})
 	cfg := service.Config{
 		HTTPAddr: "127.0.0.1:0", AdminAddr: "127.0.0.1:0",
-		Sweep:          sweep.Config{Batch: 50, MinCycle: time.Hour, Grace: -1},
+		Sweep:          sweep.Config{Batch: 50, MinCycle: time.Hour, Grace: sweep.Off},
 		Stripe:         stripeapi.Config{SecretKey: sim.SecretKey(), APIBase: sim.URL()},
 		WebhookSecrets: []string{secret},
 		Events:         catchup.Config{Interval: time.Second},

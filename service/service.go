@@ -405,7 +405,7 @@ func (s *Service) newSweepers(pool *pgxpool.Pool, store *postgres.Store, gw payr
 		rc.Mode = sweep.ModeList
 		rc.MinCycle = cfg.RecentInterval
 		if rc.MinCycle <= 0 {
-			rc.MinCycle = -1
+			rc.MinCycle = sweep.Off
 		}
 		rc.Logger = cfg.Logger.With("component", "sweep", "window", window.String())
 		s.recent = sweep.New(store.Recent(window), gw, rc)

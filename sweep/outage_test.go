@@ -56,7 +56,7 @@ func TestRunSurvivesRefusedConnections(t *testing.T) {
 			refuseConnections(t, db, true)
 		}
 	}
-	s := b.sweeper(sweep.Config{Batch: 50, Concurrency: 1, MinCycle: -1, LeaseFunc: lease, SleepFunc: payrecon.Sleep,
+	s := b.sweeper(sweep.Config{Batch: 50, Concurrency: 1, MinCycle: sweep.Off, LeaseFunc: lease, SleepFunc: payrecon.Sleep,
 		RetryPause: 100 * time.Millisecond, RetryPauseMax: 500 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -39,17 +39,19 @@ import (
 // DefaultJob is the seed's job name.
 const DefaultJob = "payments-vs-stripe"
 
-// Config tunes a sweeper and gives it its dependencies. Zero fields take
-// the defaults of DefaultConfig; where a zero has no sensible meaning of its
-// own but "off" does (Grace, MinCycle, RecheckWait), a negative value turns
-// the feature off.
+// Config tunes a sweeper and gives it its dependencies. Start from
+// DefaultConfig, edit it and pass it to New. Where "off" has a meaning
+// (Grace, RecheckWait, MinCycle, VerifiedRefresh) it is the value Off. A
+// field left zero (in a literal that does not come from DefaultConfig)
+// takes DefaultConfig's value, so a literal keeps the meaning it always
+// had.
 type Config struct {
 	// Job names the cursor (and the lease).
 	Job string
 	// Batch is the number of cursor rows per batch.
 	Batch int
-	// Grace: rows updated more recently than this are in_flight. Zero takes
-	// the default; a negative value turns the window off.
+	// Grace: rows updated more recently than this are in_flight; Off: no
+	// window.
 	Grace time.Duration
 	// Concurrency bounds the Stripe calls in flight.
 	Concurrency int
@@ -76,11 +78,11 @@ type Config struct {
 	OutagePauseMax time.Duration
 	MaxOutage      time.Duration
 	// RecheckWait: after the wrap, RunCycle keeps rechecking unverifiable
-	// rows as they come due for at most this long (negative: not at all).
+	// rows as they come due for at most this long (Off: not at all).
 	RecheckWait time.Duration
 	// MinCycle: the continuous sweep (Run) starts a new cycle no sooner than
 	// this after the last one started; it sleeps only when a cycle completes
-	// early, rechecking due rows meanwhile (negative: no minimum).
+	// early, rechecking due rows meanwhile (Off: no minimum).
 	MinCycle time.Duration
 	// StopGrace: when the context of Run or RunCycle ends, the batch in
 	// progress gets this long to finish and commit before it is abandoned
@@ -126,12 +128,21 @@ type Config struct {
 	// gets its observed_external_status and last_reconciled_at written at
 	// most once per VerifiedRefresh, spread over the cycles; its
 	// verification is recorded per batch in payrecon's own table
-	// (payrecon.BatchCommit.VerifiedRefresh, --verified-refresh). Zero takes
-	// the default (24h); a negative value writes every verified row.
+	// (payrecon.BatchCommit.VerifiedRefresh, --verified-refresh). Off
+	// writes every verified row.
 	VerifiedRefresh time.Duration
 }
 
-// DefaultConfig returns the defaults.
+// Off, as Config.Grace, RecheckWait, MinCycle or VerifiedRefresh, turns
+// that feature off: no in-flight window, no recheck wait after the wrap, no
+// minimum cycle time, every verified row written. (Any negative duration
+// means the same.)
+const Off time.Duration = -1
+
+// DefaultConfig returns the defaults (the CLI's flags' defaults): the
+// configuration to start from. RecheckBatch is left zero, which New reads
+// as a quarter of Batch; the dependencies (Limiter, Clock, Logger, …) are
+// left nil.
 func DefaultConfig() Config {
 	return Config{
 		Job:                  DefaultJob,
@@ -283,7 +294,7 @@ type Sweeper struct {
 // what the account's budget allows in a few seconds.
 func (s *Sweeper) SetBatch(n int) { s.batch.Store(int64(n)) }
 
-// New returns a sweeper. cfg's zero fields take the defaults; its metrics
+// New returns a sweeper. cfg's zero fields take DefaultConfig's values; its metrics
 // are registered with cfg.Registerer (so one Registerer takes one sweeper
 // per job: the metrics carry the job as a label).
 func New(store payrecon.SweepStore, gateway payrecon.Gateway, cfg Config) *Sweeper {

@@ -101,7 +101,7 @@ func TestUnchangedCyclesLeavePaymentsAlone(t *testing.T) {
 	}
 	// --verified-refresh off: every verification writes, as before.
 	before := rowVersions(t, b)
-	cycle(t, b.sweeper(sweep.Config{Batch: 7, VerifiedRefresh: -1}))
+	cycle(t, b.sweeper(sweep.Config{Batch: 7, VerifiedRefresh: sweep.Off}))
 	if ids := rewritten(before, rowVersions(t, b)); len(ids) != 30 {
 		t.Errorf("with --verified-refresh 0, %d rows rewritten, want 30", len(ids))
 	}
@@ -119,7 +119,7 @@ func TestLagExactAcrossCyclesThatLeavePaymentsAlone(t *testing.T) {
 	rows[2] = row{payrecon.StatusPending, payrecon.IntentRequiresPaymentMethod}
 	b := setup(t, rows)
 	changed, unanswered, moved := b.ids[0], b.ids[1], b.ids[2]
-	s := b.sweeper(sweep.Config{Batch: 100, RecheckWait: -1})
+	s := b.sweeper(sweep.Config{Batch: 100, RecheckWait: sweep.Off})
 	cycle(t, s)
 	t2a := dbNow(t, b)
 	before := rowVersions(t, b)

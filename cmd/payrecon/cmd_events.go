@@ -109,10 +109,10 @@ func (c *eventsCmd) Run(a *app) error {
 		events.HoldFunc = rl.HoldFunc()
 	}
 	caught := events.WithSource(payrecon.SourceEvents)
-	cat := catchup.New(gw, caught, postgres.NewEventCursors(pool), catchup.Config{
-		Interval: c.EventsInterval, Since: c.Since, Limiter: limiter, Logger: a.logger.With("component", "events"),
-		LeaseFunc: leaseFunc(pool, c.LeaseTimeout), WaitForLease: c.Wait,
-	})
+	cc := catchup.DefaultConfig()
+	cc.Interval, cc.Since, cc.Limiter, cc.Logger = c.EventsInterval, c.Since, limiter, a.logger.With("component", "events")
+	cc.LeaseFunc, cc.WaitForLease = leaseFunc(pool, c.LeaseTimeout), c.Wait
+	cat := catchup.New(gw, caught, postgres.NewEventCursors(pool), cc)
 	if !c.Once {
 		a.logger.Info("catching up continuously; stop with Ctrl-C", "job", cat.Config().Job, "interval", c.EventsInterval)
 		return cat.Run(a.ctx)

@@ -346,7 +346,8 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	cfg := sweep.Config{Job: c.Job, Logger: a.logger}
+	cfg := sweep.DefaultConfig()
+	cfg.Job, cfg.Logger = c.Job, a.logger
 	if cfg.Money.Ignore, err = c.ignore(); err != nil {
 		return err
 	}

@@ -73,7 +73,7 @@ func (f retainFlags) relayConfig(c relay.Config) (relay.Config, error) {
 	c.PruneTargets = targets
 	c.RiverJobRetention = time.Duration(f.RetainRiverJobs)
 	if c.RiverJobRetention == 0 {
-		c.RiverJobRetention = -1 // for ever (a zero Config field means the default)
+		c.RiverJobRetention = relay.Forever // --retain-river-jobs forever
 	}
 	return c, nil
 }

@@ -47,7 +47,7 @@ func (c *relayCmd) Run(a *app) error {
 		return err
 	}
 	if c.Drain {
-		cfg.PruneInterval = -1
+		cfg.PruneInterval = relay.Never
 	}
 	if cfg.Notify, err = c.notifyFlags.config(); err != nil {
 		return err

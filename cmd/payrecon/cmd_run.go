@@ -11,6 +11,7 @@ import (
 
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/catchup"
+	"github.com/payrecon/payrecon/platform"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/service"
@@ -103,7 +104,7 @@ func (c *runCmd) sweepConfig(a *app) (sweep.Config, error) {
 	case c.MinCycle < 0:
 		return cfg, usageError{fmt.Errorf("--min-cycle must not be negative, got %s (0 means no minimum)", c.MinCycle)}
 	case c.MinCycle == 0:
-		cfg.MinCycle = -1 // no minimum (a zero Config field would mean the default)
+		cfg.MinCycle = sweep.Off // --min-cycle 0: no minimum
 	default:
 		cfg.MinCycle = c.MinCycle
 	}
@@ -151,7 +152,7 @@ func (c *runCmd) relayConfig() (relay.Config, error) {
 		return rc, err
 	}
 	if c.PruneInterval == 0 {
-		rc.PruneInterval = -1 // never (a zero Config field would mean the default)
+		rc.PruneInterval = relay.Never // --prune-interval 0: never
 	}
 	if rc.Notify, err = c.notifyFlags.config(); err != nil {
 		return rc, err
@@ -210,7 +211,7 @@ func (c *runCmd) serviceConfig(a *app, pool *pgxpool.Pool, cfg sweep.Config, rc 
 	}
 	platformRPS := c.PlatformRPS
 	if platformRPS == 0 {
-		platformRPS = -1 // no cap (a zero Config field would mean the default)
+		platformRPS = platform.Unlimited // --platform-rps 0: no cap
 	}
 	recent := c.Recent
 	if c.RecentInterval == 0 {
@@ -220,6 +221,8 @@ func (c *runCmd) serviceConfig(a *app, pool *pgxpool.Pool, cfg sweep.Config, rc 
 	if err != nil {
 		return service.Config{}, postgres.SessionColumn{}, err
 	}
+	events := catchup.DefaultConfig()
+	events.Interval = c.EventsInterval // 0: off
 	return service.Config{
 		HTTPAddr:        c.HTTPAddr,
 		HTTPMaxConns:    c.HTTPMaxConns,
@@ -232,7 +235,7 @@ func (c *runCmd) serviceConfig(a *app, pool *pgxpool.Pool, cfg sweep.Config, rc 
 		Sessions:        sessions,
 		PlatformRPS:     platformRPS,
 		MinCycles:       minCycles,
-		Events:          catchup.Config{Interval: c.EventsInterval},
+		Events:          events,
 		RecentWindow:    recent,
 		RecentInterval:  c.RecentInterval,
 		LeaseTimeout:    c.LeaseTimeout,

@@ -57,10 +57,9 @@ func (f sweepFlags) config() (sweep.Config, error) {
 	if err != nil {
 		return sweep.Config{}, usageError{err}
 	}
-	cfg := sweep.Config{
-		Job: f.Job, Batch: f.Batch, Grace: f.Grace, Concurrency: f.Concurrency, MaxOutage: f.MaxOutage,
-		Mode: mode, ListSkew: f.ListSkew,
-	}
+	cfg := sweep.DefaultConfig()
+	cfg.Job, cfg.Batch, cfg.Grace, cfg.Concurrency, cfg.MaxOutage = f.Job, f.Batch, f.Grace, f.Concurrency, f.MaxOutage
+	cfg.Mode, cfg.ListSkew = mode, f.ListSkew
 	if err := f.leaseTimeoutFlag.check(); err != nil {
 		return cfg, err
 	}
@@ -95,14 +94,14 @@ func (f sweepFlags) config() (sweep.Config, error) {
 		return cfg, usageError{fmt.Errorf("--grace must not be negative, got %s", f.Grace)}
 	}
 	if f.Grace == 0 {
-		cfg.Grace = -1 // --grace 0: no window (a zero Config field would mean the default)
+		cfg.Grace = sweep.Off // --grace 0: no window
 	}
 	if err := checkNonNegativeDuration("--verified-refresh", f.VerifiedRefresh); err != nil {
 		return cfg, err
 	}
 	cfg.VerifiedRefresh = f.VerifiedRefresh
 	if f.VerifiedRefresh == 0 {
-		cfg.VerifiedRefresh = -1 // --verified-refresh 0: write every verified row
+		cfg.VerifiedRefresh = sweep.Off // --verified-refresh 0: write every verified row
 	}
 	if cfg.Money.Ignore, err = f.ignore(); err != nil {
 		return cfg, err
