@@ -60,6 +60,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Actions, error) {
 	if pool == nil {
 		return nil, errors.New("finding actions: no database pool")
 	}
+	if err := cfg.Sweep.Validate(); err != nil {
+		return nil, fmt.Errorf("finding actions: the recheck's sweep: %w", err)
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = payrecon.SystemClock{}
 	}
@@ -164,7 +167,11 @@ func (a *Actions) recheck(ctx context.Context, findingID int64) (Rechecked, erro
 	if r.Row, err = a.cfg.Store.ForAccount(a.cfg.Accounts, "").SweepRow(ctx, paymentID); err != nil {
 		return r, err
 	}
-	_, checks, err := a.sweeper(r.Row.Account).Recheck(ctx, []payrecon.PaymentRow{r.Row})
+	s, err := a.sweeper(r.Row.Account)
+	if err != nil {
+		return r, err
+	}
+	_, checks, err := s.Recheck(ctx, []payrecon.PaymentRow{r.Row})
 	if err != nil {
 		return r, err
 	}
@@ -177,7 +184,7 @@ func (a *Actions) recheck(ctx context.Context, findingID int64) (Rechecked, erro
 
 // sweeper is the recheck's sweeper for an account's rows ("" the
 // platform's own): its store, its Stripe-Account, its job.
-func (a *Actions) sweeper(account string) *sweep.Sweeper {
+func (a *Actions) sweeper(account string) (*sweep.Sweeper, error) {
 	cfg := a.cfg.Sweep
 	if cfg.Job == "" {
 		cfg.Job = sweep.DefaultJob

@@ -101,8 +101,10 @@ func newBenchParts(b *testing.B, rows int, interval time.Duration) *benchParts {
 	lease := func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 		return postgres.AcquireLease(ctx, pool, job, wait)
 	}
-	p.sweeper = sweep.New(postgres.NewStore(pool), gw, sweep.Config{Limiter: limiter, LeaseFunc: lease})
-	p.catcher = catchup.New(gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil), postgres.NewEventCursors(pool),
+	if p.sweeper, err = sweep.New(postgres.NewStore(pool), gw, sweep.Config{Limiter: limiter, LeaseFunc: lease}); err != nil {
+		b.Fatal(err)
+	}
+	p.catcher = mustNew(gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil), postgres.NewEventCursors(pool),
 		catchup.Config{Interval: interval, Limiter: limiter, LeaseFunc: lease})
 	return p
 }

@@ -31,11 +31,13 @@
 package catchup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -165,6 +167,31 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Validate reports configuration a person must fix (New refuses it): zero
+// fields are valid (they take the defaults), negative durations are not.
+func (c Config) Validate() error {
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"interval", c.Interval}, {"since", c.Since}, {"overlap", c.Overlap},
+		{"retry pause", c.RetryPause}, {"retry pause maximum", c.RetryPauseMax},
+	} {
+		if d.d < 0 {
+			return fmt.Errorf("%s must not be negative, got %s", d.name, d.d)
+		}
+	}
+	if c.RetryPause > 0 && c.RetryPauseMax > 0 && c.RetryPauseMax < c.RetryPause {
+		return fmt.Errorf("retry pause maximum %s is below the first pause %s", c.RetryPauseMax, c.RetryPause)
+	}
+	for _, t := range c.Types {
+		if strings.TrimSpace(t) == "" {
+			return errors.New("an event type is empty")
+		}
+	}
+	return nil
+}
+
 // MaxSince is the furthest back a first round reaches: Stripe's 30 days,
 // less a margin of an hour.
 const MaxSince = payrecon.EventRetention - retentionMargin
@@ -181,10 +208,14 @@ type Catcher struct {
 }
 
 // New returns a catcher that lists events from source, processes them with
-// proc (the webhook endpoint's processor) and keeps its cursor in store.
-func New(source payrecon.EventSource, proc payrecon.EventProcessor, store payrecon.EventCursorStore, cfg Config) *Catcher {
+// proc (the webhook endpoint's processor) and keeps its cursor in store,
+// or an error when cfg is invalid (Config.Validate).
+func New(source payrecon.EventSource, proc payrecon.EventProcessor, store payrecon.EventCursorStore, cfg Config) (*Catcher, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("new catch-up %s: %w", cmp.Or(cfg.Job, JobDefault), err)
+	}
 	cfg = cfg.withDefaults()
-	return &Catcher{source: source, proc: proc, store: store, cfg: cfg, metrics: newMetrics(cfg.Registerer)}
+	return &Catcher{source: source, proc: proc, store: store, cfg: cfg, metrics: newMetrics(cfg.Registerer)}, nil
 }
 
 // Config returns the effective configuration.

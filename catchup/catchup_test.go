@@ -179,7 +179,7 @@ func TestCursorSurvivesRestart(t *testing.T) {
 
 	// A second process: its own pool, gateway and catcher.
 	pool := b.newPool(t)
-	restarted := catchup.New(b.gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil), postgres.NewEventCursors(pool), catchup.Config{Since: time.Hour})
+	restarted := mustNew(b.gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil), postgres.NewEventCursors(pool), catchup.Config{Since: time.Hour})
 	rep, err := restarted.Round(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func TestTwoCatchersConcurrentlyNeitherSkipNorRepeat(t *testing.T) {
 	replicas := make([]*replica, 2)
 	for i := range replicas {
 		pool := b.newPool(t)
-		replicas[i] = &replica{c: catchup.New(b.gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil),
+		replicas[i] = &replica{c: mustNew(b.gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil),
 			postgres.NewEventCursors(pool), catchup.Config{Since: time.Hour})}
 	}
 	done := make(chan struct{})
@@ -287,7 +287,7 @@ func TestTwoRunningCatchersOneHoldsTheLease(t *testing.T) {
 	for i := range regs {
 		regs[i] = prometheus.NewRegistry()
 		pool := b.newPool(t)
-		c := catchup.New(b.gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil), postgres.NewEventCursors(pool), catchup.Config{
+		c := mustNew(b.gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil), postgres.NewEventCursors(pool), catchup.Config{
 			Since: time.Hour, Interval: 20 * time.Millisecond, Registerer: regs[i],
 			LeaseFunc: func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 				return postgres.AcquireLease(ctx, pool, job, wait)
@@ -505,7 +505,7 @@ func TestRunRetriesALeaseItCannotTake(t *testing.T) {
 	ids := b.payments(t, 5)
 	pool := b.newPool(t)
 	var attempts atomic.Int32
-	c := catchup.New(b.gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil), postgres.NewEventCursors(pool), catchup.Config{
+	c := mustNew(b.gw, postgres.NewEvents(pool, postgres.NewWriter(nil), nil), postgres.NewEventCursors(pool), catchup.Config{
 		Since: time.Hour, Interval: 20 * time.Millisecond,
 		SleepFunc: func(ctx context.Context, d time.Duration) error {
 			return payrecon.Sleep(ctx, min(d, 20*time.Millisecond))

@@ -84,7 +84,7 @@ func (b *testBundle) catcher(cfg catchup.Config) *catchup.Catcher {
 	if cfg.Clock == nil {
 		cfg.Clock = b.clock
 	}
-	return catchup.New(b.gw, b.events, b.cursors, cfg)
+	return mustNew(b.gw, b.events, b.cursors, cfg)
 }
 
 // payments inserts n pending payments with their intents in the simulator

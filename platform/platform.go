@@ -168,6 +168,12 @@ func New(cfg Config) (*Platform, error) {
 	case cfg.Events.Interval > 0 && (cfg.Source == nil || cfg.Processor == nil):
 		return nil, errors.New("platform: the events catch-up needs a source and a processor")
 	}
+	if err := cfg.Sweep.Validate(); err != nil {
+		return nil, fmt.Errorf("platform: the accounts' sweep: %w", err)
+	}
+	if err := cfg.Events.Validate(); err != nil {
+		return nil, fmt.Errorf("platform: the accounts' events catch-up: %w", err)
+	}
 	if cfg.PlatformRPS == 0 {
 		cfg.PlatformRPS = PlatformRPSDefault
 	}
@@ -297,11 +303,11 @@ func (p *Platform) perAccountRate() float64 {
 
 // sweeper returns account's sweeper (kept between batches: its list
 // cache and its budget are the account's) and its budget.
-func (p *Platform) sweeper(account string) (*sweep.Sweeper, *budget.Limiter) {
+func (p *Platform) sweeper(account string) (*sweep.Sweeper, *budget.Limiter, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if s, ok := p.sweepers[account]; ok {
-		return s, p.limiters[account]
+		return s, p.limiters[account], nil
 	}
 	lim := budget.NewLimiter(p.cfg.RPS).Within(p.budget)
 	cfg := p.cfg.Sweep
@@ -312,9 +318,12 @@ func (p *Platform) sweeper(account string) (*sweep.Sweeper, *budget.Limiter) {
 	if m := p.cfg.MinCycles[account]; m > cfg.MinCycle {
 		cfg.MinCycle = m
 	}
-	s := sweep.New(p.cfg.Store.ForAccount(p.cfg.Accounts, account), p.cfg.Gateway(account, lim.OnRateLimited), cfg)
+	s, err := sweep.New(p.cfg.Store.ForAccount(p.cfg.Accounts, account), p.cfg.Gateway(account, lim.OnRateLimited), cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	p.sweepers[account], p.limiters[account] = s, lim
-	return s, lim
+	return s, lim, nil
 }
 
 // batchRows sizes one batch to about batchTime at the account's expected
@@ -379,7 +388,10 @@ func (w *sweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	if holder != nil { // `scan --once` has the account: come back later
 		return chain(ctx, p, job, next, p.cfg.Clock.Now().Add(5*time.Second))
 	}
-	s, lim := p.sweeper(a.Account)
+	s, lim, err := p.sweeper(a.Account)
+	if err != nil {
+		return err
+	}
 	s.SetBatch(p.batchRows())
 	now := p.cfg.Clock.Now()
 	// The batch commits only under its River job's attempt, and its
@@ -500,7 +512,10 @@ func (w *eventsWorker) Work(ctx context.Context, job *river.Job[EventsArgs]) err
 	if p.cfg.Events.Interval <= 0 {
 		return nil
 	}
-	c, lim := p.catcher(a.Account)
+	c, lim, err := p.catcher(a.Account)
+	if err != nil {
+		return err
+	}
 	rep, err := c.Round(budget.WithRetries(ctx, lim))
 	at := p.cfg.Clock.Now().Add(p.cfg.Events.Interval)
 	switch {
@@ -518,20 +533,23 @@ func (w *eventsWorker) Work(ctx context.Context, job *river.Job[EventsArgs]) err
 }
 
 // catcher returns a connected account's catcher and its budget.
-func (p *Platform) catcher(account string) (*catchup.Catcher, *budget.Limiter) {
+func (p *Platform) catcher(account string) (*catchup.Catcher, *budget.Limiter, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.catchers[account]; ok {
-		return c, p.evLimits[account]
+		return c, p.evLimits[account], nil
 	}
 	lim := budget.NewLimiter(p.cfg.RPS).Within(p.budget)
 	cfg := p.cfg.Events
 	cfg.Job = EventsJob(catchup.JobDefault, account)
 	cfg.Limiter, cfg.LeaseFunc, cfg.Registerer, cfg.Clock = lim, nil, nil, p.cfg.Clock
 	cfg.Logger = p.cfg.Logger.With("job", cfg.Job)
-	c := catchup.New(p.cfg.Source(account, lim.OnRateLimited), p.cfg.Processor, postgres.NewEventCursors(p.cfg.Pool), cfg)
+	c, err := catchup.New(p.cfg.Source(account, lim.OnRateLimited), p.cfg.Processor, postgres.NewEventCursors(p.cfg.Pool), cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	p.catchers[account], p.evLimits[account] = c, lim
-	return c, lim
+	return c, lim, nil
 }
 
 // DiscoverArgs are the periodic discovery of accounts.

@@ -172,7 +172,11 @@ func TestLostSessionCompletedRepaired(t *testing.T) {
 		if _, _, err := b.sim.CompleteSession("cs_test_lost", stripesim.Intent{}, false); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sweep.New(b.store, b.gw, sweep.Config{Mode: sweep.ModeRetrieve}).RunCycle(context.Background(), nil); err != nil {
+		s, err := sweep.New(b.store, b.gw, sweep.Config{Mode: sweep.ModeRetrieve})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RunCycle(context.Background(), nil); err != nil {
 			t.Fatal(err)
 		}
 		applyRepairs(t, b.pool)
@@ -226,7 +230,11 @@ func TestExpiredSessionRepairedOnceWhileWebhookRaces(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sweep.New(b.store, b.gw, sweep.Config{Mode: sweep.ModeRetrieve}).RunCycle(context.Background(), nil); err != nil {
+		s, err := sweep.New(b.store, b.gw, sweep.Config{Mode: sweep.ModeRetrieve})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RunCycle(context.Background(), nil); err != nil {
 			t.Fatal(err)
 		}
 		var outbox int64

@@ -255,7 +255,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if err := s.newRelay(pool, writer, store, gw, caught, payouts); err != nil {
 		return nil, err
 	}
-	leaseFunc := s.newSweepers(pool, store, gw)
+	leaseFunc, err := s.newSweepers(pool, store, gw)
+	if err != nil {
+		return nil, err
+	}
 	s.registerCollector(pool)
 	if err := s.newConsoleAndActions(pool, store, gw); err != nil {
 		return nil, err
@@ -386,14 +389,18 @@ func (s *Service) newRelay(pool *pgxpool.Pool, writer *postgres.Writer, store *p
 
 // newSweepers builds the sweep and its recent window; it returns the
 // lease function the long-running jobs share.
-func (s *Service) newSweepers(pool *pgxpool.Pool, store *postgres.Store, gw payrecon.Gateway) payrecon.LeaseFunc {
+func (s *Service) newSweepers(pool *pgxpool.Pool, store *postgres.Store, gw payrecon.Gateway) (payrecon.LeaseFunc, error) {
 	cfg := s.cfg
 	sc := cfg.Sweep
 	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
 	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 		return postgres.AcquireLeaseTimeout(ctx, pool, job, wait, cfg.LeaseTimeout)
 	}
-	s.sweeper = sweep.New(store, gw, sc)
+	sw, err := sweep.New(store, gw, sc)
+	if err != nil {
+		return nil, err
+	}
+	s.sweeper = sw
 	window := cfg.RecentWindow
 	if window > 0 && cfg.Accounts.Found {
 		cfg.Logger.Warn("--recent is not available on a platform's accounts (--account-column): off")
@@ -408,9 +415,11 @@ func (s *Service) newSweepers(pool *pgxpool.Pool, store *postgres.Store, gw payr
 			rc.MinCycle = sweep.Off
 		}
 		rc.Logger = cfg.Logger.With("component", "sweep", "window", window.String())
-		s.recent = sweep.New(store.Recent(window), gw, rc)
+		if s.recent, err = sweep.New(store.Recent(window), gw, rc); err != nil {
+			return nil, err
+		}
 	}
-	return sc.LeaseFunc
+	return sc.LeaseFunc, nil
 }
 
 // registerCollector registers the database's figures (Monitor.Figures).
@@ -471,7 +480,11 @@ func (s *Service) newCatcher(pool *pgxpool.Pool, gw payrecon.Gateway, caught *po
 	// recorded with source "events". Under Connect it is the
 	// platform's own account's; each connected account's is a chain of
 	// the platform's.
-	s.catcher = catchup.New(src, caught, postgres.NewEventCursors(pool), ec)
+	c, err := catchup.New(src, caught, postgres.NewEventCursors(pool), ec)
+	if err != nil {
+		return err
+	}
+	s.catcher = c
 	return nil
 }
 

@@ -58,7 +58,7 @@ func (sb *simBench) cycle(b *testing.B, i int, cfg sweep.Config, rps float64) (s
 	b.Helper()
 	cfg.Job = fmt.Sprintf("bench-%d", i)
 	cfg.Limiter = budget.NewLimiter(rps)
-	s := sweep.New(sb.pool, sb.gw, cfg)
+	s := mustNew(sb.pool, sb.gw, cfg)
 	start := time.Now()
 	rep, err := s.RunCycle(context.Background(), nil)
 	if err != nil {

@@ -40,7 +40,7 @@ func BenchmarkSweepInstantGateway(b *testing.B) {
 			var rows int
 			var took time.Duration
 			for i := 0; b.Loop(); i++ {
-				s := sweep.New(store, gw, sweep.Config{Job: fmt.Sprintf("bench-%d", i), Batch: batch, Concurrency: 8, Mode: sweep.ModeRetrieve})
+				s := mustNew(store, gw, sweep.Config{Job: fmt.Sprintf("bench-%d", i), Batch: batch, Concurrency: 8, Mode: sweep.ModeRetrieve})
 				start := time.Now()
 				rep, err := s.RunCycle(context.Background(), nil)
 				if err != nil {

@@ -40,13 +40,16 @@ func Example() {
 	}
 	store := postgres.NewStore(pool)
 	store.EnqueueFunc = rl.EnqueueFunc()
-	s := sweep.New(store, gw, sweep.Config{
-		Job:     "payments-vs-stripe",
-		Limiter: budget.NewLimiter(20), // Stripe requests per second, shared by every call
-		LeaseFunc: func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
-			return postgres.AcquireLease(ctx, pool, job, wait) // one sweeper per job, however many replicas
-		},
-	})
+	cfg := sweep.DefaultConfig()
+	cfg.Job = "payments-vs-stripe"
+	cfg.Limiter = budget.NewLimiter(20) // Stripe requests per second, shared by every call
+	cfg.LeaseFunc = func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
+		return postgres.AcquireLease(ctx, pool, job, wait) // one sweeper per job, however many replicas
+	}
+	s, err := sweep.New(store, gw, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
 	rep, err := s.RunCycle(ctx, nil)
 	if err != nil {
 		log.Fatal(err)

@@ -75,7 +75,7 @@ func TestListModeKeepsRequestsInFlightWithinConcurrency(t *testing.T) {
 	b := setupSim(t, rows, []stripesim.Intent{orphan}, stripesim.Faults{Latency: 20 * time.Millisecond})
 	gw := &countingGateway{Gateway: b.gw}
 	const concurrency = 4
-	s := sweep.New(b.store, gw, sweep.Config{Batch: 100, Concurrency: concurrency, Mode: sweep.ModeList,
+	s := mustNew(b.store, gw, sweep.Config{Batch: 100, Concurrency: concurrency, Mode: sweep.ModeList,
 		SleepFunc: func(ctx context.Context, d time.Duration) error { return ctx.Err() }})
 	rep, err := s.RunCycle(context.Background(), nil)
 	if err != nil {

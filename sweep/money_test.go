@@ -96,7 +96,7 @@ func (b *moneyBundle) moneySweeper(t *testing.T, mode sweep.Mode, ignore map[pay
 		t.Fatal(err)
 	}
 	store := b.store.WithMoneyColumns(cols)
-	return sweep.New(store, b.gw, sweep.Config{Batch: 4, Mode: mode, Money: cols.Checks(ignore),
+	return mustNew(store, b.gw, sweep.Config{Batch: 4, Mode: mode, Money: cols.Checks(ignore),
 		SleepFunc: func(ctx context.Context, d time.Duration) error { return ctx.Err() }}), cols
 }
 

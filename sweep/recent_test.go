@@ -61,7 +61,7 @@ func TestRecentWindowReverifiesRecentRowsWithoutMovingTheFullCursor(t *testing.T
 	}
 
 	recentJob := sweep.DefaultJob + payrecon.RecentJobSuffix
-	recent := sweep.New(b.store.Recent(72*time.Hour), b.gw, sweep.Config{Job: recentJob, Batch: 5, Mode: sweep.ModeRetrieve,
+	recent := mustNew(b.store.Recent(72*time.Hour), b.gw, sweep.Config{Job: recentJob, Batch: 5, Mode: sweep.ModeRetrieve,
 		SleepFunc: func(ctx context.Context, d time.Duration) error { return ctx.Err() }})
 	rep, err := recent.RunCycle(ctx, nil)
 	if err != nil {

@@ -61,7 +61,7 @@ func BenchmarkSweepRepairModes(b *testing.B) {
 				}
 				store := postgres.NewStore(pool)
 				store.EnqueueFunc, store.HoldFunc, store.RepairMode = rl.EnqueueFunc(), rl.HoldFunc(), mode
-				s := sweep.New(store, gw, sweep.Config{Job: "bench", Batch: 200, Concurrency: 8, Mode: sweep.ModeRetrieve, Grace: sweep.Off})
+				s := mustNew(store, gw, sweep.Config{Job: "bench", Batch: 200, Concurrency: 8, Mode: sweep.ModeRetrieve, Grace: sweep.Off})
 				tr.reset()
 				start := time.Now()
 				rep, err := s.RunCycle(context.Background(), nil)

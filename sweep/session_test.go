@@ -251,7 +251,7 @@ func TestSessionRowOfAConnectedAccount(t *testing.T) {
 		sc, _ := postgres.DetectSessionColumn(context.Background(), b.pool, postgres.SessionColumnDefault)
 		ac, _ := postgres.DetectAccountColumn(context.Background(), b.pool, postgres.AccountColumnDefault)
 		store := b.store.WithSessionColumn(sc).ForAccount(ac, "acct_A")
-		s := sweep.New(store, b.gw.ForAccount("acct_A", nil), sweep.Config{Job: payrecon.AccountJob(sweep.DefaultJob, "acct_A"), Mode: mode,
+		s := mustNew(store, b.gw.ForAccount("acct_A", nil), sweep.Config{Job: payrecon.AccountJob(sweep.DefaultJob, "acct_A"), Mode: mode,
 			SleepFunc: func(ctx context.Context, d time.Duration) error { return ctx.Err() }})
 		if _, err := s.RunCycle(context.Background(), nil); err != nil {
 			t.Fatal(err)

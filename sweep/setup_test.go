@@ -146,7 +146,7 @@ func (b *testBundle) sweeper(cfg sweep.Config) *sweep.Sweeper {
 	if cfg.SleepFunc == nil {
 		cfg.SleepFunc = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	}
-	return sweep.New(b.store, b.gw, cfg)
+	return mustNew(b.store, b.gw, cfg)
 }
 
 func (b *testBundle) count(t *testing.T, sql string, args ...any) int {

@@ -60,7 +60,7 @@ func TestAnOlderAnswerNeverClosesAFresherFinding(t *testing.T) {
 					t.Error(err)
 				}
 			}}
-			a := sweep.New(b.store, stale, sweep.Config{Job: "a", Mode: sweep.ModeRetrieve})
+			a := mustNew(b.store, stale, sweep.Config{Job: "a", Mode: sweep.ModeRetrieve})
 			rep, err := a.RunBatch(ctx)
 			if err != nil {
 				t.Fatal(err)

@@ -98,7 +98,7 @@ func BenchmarkSecondWaveSteps(b *testing.B) {
 			cfg.LeaseFunc = lease
 		}
 		start := time.Now()
-		rep, err := sweep.New(store, chargedGateway{}, cfg).RunCycle(context.Background(), nil)
+		rep, err := mustNew(store, chargedGateway{}, cfg).RunCycle(context.Background(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

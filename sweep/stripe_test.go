@@ -75,7 +75,7 @@ func (b *simBundle) sweeper(cfg sweep.Config) *sweep.Sweeper {
 	if cfg.SleepFunc == nil {
 		cfg.SleepFunc = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
 	}
-	return sweep.New(b.store, b.gw, cfg)
+	return mustNew(b.store, b.gw, cfg)
 }
 
 func simpleRows(n int, drift func(i int) (payrecon.LocalStatus, payrecon.StripeStatus)) []simRow {

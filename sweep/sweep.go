@@ -20,6 +20,7 @@
 package sweep
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -248,7 +249,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports configuration a person must fix.
+// Validate reports configuration a person must fix (New refuses it). Zero
+// fields are valid (they take the defaults), and so is Off where it has a
+// meaning; a negative value where it has none is not.
 func (c Config) Validate() error {
 	switch {
 	case c.Batch < 0:
@@ -259,6 +262,28 @@ func (c Config) Validate() error {
 		return fmt.Errorf("mode %q: want retrieve, list or auto", c.Mode)
 	case c.Concurrency < 0:
 		return fmt.Errorf("concurrency must be positive, got %d", c.Concurrency)
+	case c.RecheckBatch < 0:
+		return fmt.Errorf("recheck batch must be positive, got %d", c.RecheckBatch)
+	case c.SystemicMinCalls < 0:
+		return fmt.Errorf("systemic minimum calls must be positive, got %d", c.SystemicMinCalls)
+	case !(c.SystemicFailureRatio >= 0 && c.SystemicFailureRatio <= 1): // NaN too
+		return fmt.Errorf("systemic failure ratio must be between 0 and 1, got %g", c.SystemicFailureRatio)
+	case c.RecheckBackoff > 0 && c.RecheckBackoffMax > 0 && c.RecheckBackoffMax < c.RecheckBackoff:
+		return fmt.Errorf("recheck backoff maximum %s is below the first backoff %s", c.RecheckBackoffMax, c.RecheckBackoff)
+	case c.OutagePause > 0 && c.OutagePauseMax > 0 && c.OutagePauseMax < c.OutagePause:
+		return fmt.Errorf("outage pause maximum %s is below the first pause %s", c.OutagePauseMax, c.OutagePause)
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"list skew", c.ListSkew}, {"recheck backoff", c.RecheckBackoff}, {"recheck backoff maximum", c.RecheckBackoffMax},
+		{"outage pause", c.OutagePause}, {"outage pause maximum", c.OutagePauseMax}, {"max outage", c.MaxOutage},
+		{"stop grace", c.StopGrace}, {"retry pause", c.RetryPause}, {"retry pause maximum", c.RetryPauseMax},
+	} {
+		if d.d < 0 {
+			return fmt.Errorf("%s must not be negative, got %s", d.name, d.d)
+		}
 	}
 	return nil
 }
@@ -294,16 +319,20 @@ type Sweeper struct {
 // what the account's budget allows in a few seconds.
 func (s *Sweeper) SetBatch(n int) { s.batch.Store(int64(n)) }
 
-// New returns a sweeper. cfg's zero fields take DefaultConfig's values; its metrics
-// are registered with cfg.Registerer (so one Registerer takes one sweeper
-// per job: the metrics carry the job as a label).
-func New(store payrecon.SweepStore, gateway payrecon.Gateway, cfg Config) *Sweeper {
+// New returns a sweeper, or an error when cfg is invalid (Config.Validate).
+// cfg's zero fields take DefaultConfig's values; its metrics are
+// registered with cfg.Registerer (so one Registerer takes one sweeper per
+// job: the metrics carry the job as a label).
+func New(store payrecon.SweepStore, gateway payrecon.Gateway, cfg Config) (*Sweeper, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("new sweeper %s: %w", cmp.Or(cfg.Job, DefaultJob), err)
+	}
 	cfg = cfg.withDefaults()
 	s := &Sweeper{store: store, gateway: gateway, cfg: cfg, metrics: newMetrics(cfg.Registerer),
 		slots: make(chan struct{}, cfg.Concurrency)}
 	s.sessions, _ = gateway.(payrecon.SessionGateway)
 	s.sessionLister.sessions = true
-	return s
+	return s, nil
 }
 
 // Config returns the effective configuration.

@@ -448,7 +448,7 @@ func TestWriteRoundTripsConstantPerBatch(t *testing.T) {
 		b := setup(t, rows)
 		tr := &countingTracer{}
 		pool := tracedPool(t, b, tr)
-		s := sweep.New(postgres.NewStore(pool), b.gw, sweep.Config{Batch: n})
+		s := mustNew(postgres.NewStore(pool), b.gw, sweep.Config{Batch: n})
 		if _, err := s.RunBatch(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -496,7 +496,7 @@ func TestBatchCanceledBetweenCallsWritesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	gw := &cancelAfter{inner: b.gw, n: 5, cancel: cancel}
-	s := sweep.New(b.store, gw, sweep.Config{Batch: 50, Concurrency: 2, Mode: sweep.ModeRetrieve})
+	s := mustNew(b.store, gw, sweep.Config{Batch: 50, Concurrency: 2, Mode: sweep.ModeRetrieve})
 	if _, err := s.RunBatch(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("RunBatch = %v, want the context's end", err)
 	}

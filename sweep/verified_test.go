@@ -259,7 +259,7 @@ func TestOlderAnswerNeverOverwritesANewerUnwrittenOne(t *testing.T) {
 			t.Errorf("job b rewrote %v for an unchanged status", ids)
 		}
 	}}
-	rep, err := sweep.New(b.store, stale, sweep.Config{Job: "a", Mode: sweep.ModeRetrieve}).RunBatch(ctx)
+	rep, err := mustNew(b.store, stale, sweep.Config{Job: "a", Mode: sweep.ModeRetrieve}).RunBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

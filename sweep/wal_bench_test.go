@@ -75,7 +75,7 @@ func BenchmarkSweepWAL(b *testing.B) {
 				pgtest.Exec(b, pool, "CREATE INDEX payments_reconciled_order ON payments ((coalesce(last_reconciled_at, created_at)))")
 			}
 			pgtest.Exec(b, pool, "VACUUM ANALYZE payments")
-			s := sweep.New(postgres.NewStore(pool), gw, sweep.Config{Job: "wal", Batch: 200, Concurrency: 8, Mode: sweep.ModeRetrieve, Grace: sweep.Off})
+			s := mustNew(postgres.NewStore(pool), gw, sweep.Config{Job: "wal", Batch: 200, Concurrency: 8, Mode: sweep.ModeRetrieve, Grace: sweep.Off})
 			cycle := func() int {
 				rep, err := s.RunCycle(ctx, nil)
 				if err != nil {
@@ -212,7 +212,7 @@ func BenchmarkVerifiedWAL(b *testing.B) {
 		b.Run(v.name, func(b *testing.B) {
 			pool, gw := walDatabase(b, cl, 100)
 			pgtest.Exec(b, pool, "VACUUM ANALYZE payments")
-			s := sweep.New(postgres.NewStore(pool), gw, sweep.Config{Job: "wal", Batch: 200, Concurrency: 8,
+			s := mustNew(postgres.NewStore(pool), gw, sweep.Config{Job: "wal", Batch: 200, Concurrency: 8,
 				Mode: sweep.ModeRetrieve, Grace: sweep.Off, VerifiedRefresh: v.refresh})
 			cycle := func() int {
 				rep, err := s.RunCycle(ctx, nil)

@@ -112,7 +112,10 @@ func (c *eventsCmd) Run(a *app) error {
 	cc := catchup.DefaultConfig()
 	cc.Interval, cc.Since, cc.Limiter, cc.Logger = c.EventsInterval, c.Since, limiter, a.logger.With("component", "events")
 	cc.LeaseFunc, cc.WaitForLease = leaseFunc(pool, c.LeaseTimeout), c.Wait
-	cat := catchup.New(gw, caught, postgres.NewEventCursors(pool), cc)
+	cat, err := catchup.New(gw, caught, postgres.NewEventCursors(pool), cc)
+	if err != nil {
+		return err
+	}
 	if !c.Once {
 		a.logger.Info("catching up continuously; stop with Ctrl-C", "job", cat.Config().Job, "interval", c.EventsInterval)
 		return cat.Run(a.ctx)

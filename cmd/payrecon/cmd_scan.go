@@ -201,7 +201,10 @@ func (c *scanCmd) Run(a *app) error {
 		}
 		return c.runAccounts(a, pool, store, gw, cfg, accounts)
 	}
-	s := sweep.New(store, gw, cfg)
+	s, err := sweep.New(store, gw, cfg)
+	if err != nil {
+		return err
+	}
 
 	if !c.Once {
 		a.logger.Info("sweeping continuously; stop with Ctrl-C", "job", cfg.Job, "rps", c.RPS, "repair_mode", c.mode())

@@ -57,7 +57,10 @@ func (c *scanCmd) runAccounts(a *app, pool *pgxpool.Pool, store *postgres.Store,
 			ac.Job = payrecon.AccountJob(base, acct)
 			ac.Limiter = lim
 			ac.Logger = a.logger.With("component", "sweep", "job", ac.Job)
-			s := sweep.New(store.ForAccount(col, acct), gw.ForAccount(acct, lim.OnRateLimited), ac)
+			s, err := sweep.New(store.ForAccount(col, acct), gw.ForAccount(acct, lim.OnRateLimited), ac)
+			if err != nil {
+				return err
+			}
 			rep, err := s.RunCycle(ctx, prog.update)
 			reports[i] = rep
 			if err != nil {
