@@ -7,7 +7,7 @@ import (
 
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/postgres"
-	"github.com/payrecon/payrecon/settlement"
+	"github.com/payrecon/payrecon/service"
 	"github.com/payrecon/payrecon/stripeapi"
 	"github.com/payrecon/payrecon/stripesim"
 )
@@ -113,11 +113,9 @@ func (r *runner) settle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store := postgres.NewPayouts(r.pool).WithMoneyColumns(cols).WithAccountColumn(r.accounts)
-	rec := settlement.New(gw, store, settlement.Config{
-		Checks: payrecon.SettlementChecks{Amount: cols.Amount, Currency: cols.Currency, SettleAfter: p.settleAfter()},
-		Logger: quiet(r.log).With("component", "payouts"),
-	})
+	// The same constructor as run's payouts check (service.New).
+	rec, store := service.NewPayouts(r.pool, gw, service.PayoutsConfig{SettleAfter: p.settleAfter()},
+		service.PayoutsSetup{Accounts: r.accounts, MoneyColumns: cols}, service.Parts{Logger: quiet(r.log)})
 	r.log.Info("paying the succeeded charges out", "payouts", sr.Payouts, "settle_after", p.settleAfter(), "left_out", len(p.unsettled))
 	rep, err := rec.RunOnce(ctx)
 	if err != nil {

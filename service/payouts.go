@@ -43,17 +43,8 @@ func (s *Service) newPayouts(pool *pgxpool.Pool, gw payrecon.Gateway) (*settleme
 		}
 		src = ps
 	}
-	store := postgres.NewPayouts(pool).WithAccountColumn(s.cfg.Accounts)
-	cols := s.cfg.MoneyColumns
-	if cols.Amount || cols.Currency {
-		store = store.WithMoneyColumns(cols)
-	}
-	rec := settlement.New(src, store, settlement.Config{
-		Since: pc.Since,
-		Checks: payrecon.SettlementChecks{Amount: cols.Amount, Currency: cols.Currency, Ignore: s.cfg.Sweep.Money.Ignore,
-			SettleAfter: pc.SettleAfter},
-		Limiter: s.limiter, Clock: s.cfg.Clock, Logger: s.cfg.Logger.With("component", "payouts"), Registerer: s.registry,
-	})
+	rec, _ := NewPayouts(pool, src, pc, PayoutsSetup{Accounts: s.cfg.Accounts, MoneyColumns: s.cfg.MoneyColumns,
+		Ignore: s.cfg.Sweep.Money.Ignore}, s.parts(nil))
 	s.registry.MustRegister(postgres.NewPayoutsCollector(pool, rec.Config().Since, s.cfg.Clock, s.cfg.Logger.With("component", "metrics")))
 	return rec, nil
 }

@@ -391,35 +391,41 @@ func (s *Service) newRelay(pool *pgxpool.Pool, writer *postgres.Writer, store *p
 // lease function the long-running jobs share.
 func (s *Service) newSweepers(pool *pgxpool.Pool, store *postgres.Store, gw payrecon.Gateway) (payrecon.LeaseFunc, error) {
 	cfg := s.cfg
-	sc := cfg.Sweep
-	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
-	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
+	leaseFunc := func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 		return postgres.AcquireLeaseTimeout(ctx, pool, job, wait, cfg.LeaseTimeout)
 	}
-	sw, err := sweep.New(store, gw, sc)
+	sw, err := NewSweeper(store, gw, cfg.Sweep, s.parts(leaseFunc))
 	if err != nil {
 		return nil, err
 	}
 	s.sweeper = sw
+	sc := sw.Config()
 	window := cfg.RecentWindow
 	if window > 0 && cfg.Accounts.Found {
 		cfg.Logger.Warn("--recent is not available on a platform's accounts (--account-column): off")
 		window = 0
 	}
 	if window > 0 {
-		rc := sc
-		rc.Job = s.sweeper.Config().Job + payrecon.RecentJobSuffix
+		rc := cfg.Sweep
+		rc.Job = sc.Job + payrecon.RecentJobSuffix
 		rc.Mode = sweep.ModeList
 		rc.MinCycle = cfg.RecentInterval
 		if rc.MinCycle <= 0 {
 			rc.MinCycle = sweep.Off
 		}
-		rc.Logger = cfg.Logger.With("component", "sweep", "window", window.String())
-		if s.recent, err = sweep.New(store.Recent(window), gw, rc); err != nil {
+		parts := s.parts(leaseFunc)
+		parts.Logger = cfg.Logger.With("window", window.String())
+		if s.recent, err = NewSweeper(store.Recent(window), gw, rc, parts); err != nil {
 			return nil, err
 		}
 	}
-	return sc.LeaseFunc, nil
+	return leaseFunc, nil
+}
+
+// parts are the service's limiter, clock, logger and registry, with
+// leaseFunc.
+func (s *Service) parts(leaseFunc payrecon.LeaseFunc) Parts {
+	return Parts{Limiter: s.limiter, Clock: s.cfg.Clock, Logger: s.cfg.Logger, Registerer: s.registry, LeaseFunc: leaseFunc}
 }
 
 // registerCollector registers the database's figures (Monitor.Figures).
@@ -473,14 +479,11 @@ func (s *Service) newCatcher(pool *pgxpool.Pool, gw payrecon.Gateway, caught *po
 		}
 		src = es
 	}
-	ec := cfg.Events
-	ec.Limiter, ec.Clock, ec.Logger, ec.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "events"), s.registry
-	ec.LeaseFunc = leaseFunc
 	// The catch-up's road into the writer (caught): its transitions are
 	// recorded with source "events". Under Connect it is the
 	// platform's own account's; each connected account's is a chain of
 	// the platform's.
-	c, err := catchup.New(src, caught, postgres.NewEventCursors(pool), ec)
+	c, err := NewCatcher(pool, src, caught, cfg.Events, s.parts(leaseFunc))
 	if err != nil {
 		return err
 	}

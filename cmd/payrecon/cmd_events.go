@@ -11,6 +11,7 @@ import (
 	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/service"
 	"github.com/payrecon/payrecon/stripeapi"
 )
 
@@ -110,9 +111,9 @@ func (c *eventsCmd) Run(a *app) error {
 	}
 	caught := events.WithSource(payrecon.SourceEvents)
 	cc := catchup.DefaultConfig()
-	cc.Interval, cc.Since, cc.Limiter, cc.Logger = c.EventsInterval, c.Since, limiter, a.logger.With("component", "events")
-	cc.LeaseFunc, cc.WaitForLease = leaseFunc(pool, c.LeaseTimeout), c.Wait
-	cat, err := catchup.New(gw, caught, postgres.NewEventCursors(pool), cc)
+	cc.Interval, cc.Since, cc.WaitForLease = c.EventsInterval, c.Since, c.Wait
+	// The same constructor as run's catch-up (service.New).
+	cat, err := service.NewCatcher(pool, gw, caught, cc, service.Parts{Limiter: limiter, Logger: a.logger, LeaseFunc: leaseFunc(pool, c.LeaseTimeout)})
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/internal/redact"
 	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/service"
 	"github.com/payrecon/payrecon/settlement"
 )
 
@@ -85,16 +86,10 @@ func (c *payoutsCheckCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	store := postgres.NewPayouts(pool).WithAccountColumn(accounts)
-	if cols.Amount || cols.Currency {
-		store = store.WithMoneyColumns(cols)
-	}
-	rec := settlement.New(gw, store, settlement.Config{
-		Since:   time.Duration(c.Since),
-		Checks:  payrecon.SettlementChecks{Amount: cols.Amount, Currency: cols.Currency, Ignore: ignore, SettleAfter: time.Duration(c.SettleAfter)},
-		Limiter: limiter, Logger: a.logger.With("component", "payouts"),
-		LeaseFunc: leaseFunc(pool, c.LeaseTimeout), WaitForLease: c.Wait || !c.Once,
-	})
+	// The same constructor as run's payouts check (service.New).
+	rec, store := service.NewPayouts(pool, gw, service.PayoutsConfig{Since: time.Duration(c.Since), SettleAfter: time.Duration(c.SettleAfter)},
+		service.PayoutsSetup{Accounts: accounts, MoneyColumns: cols, Ignore: ignore, WaitForLease: c.Wait || !c.Once},
+		service.Parts{Limiter: limiter, Logger: a.logger, LeaseFunc: leaseFunc(pool, c.LeaseTimeout)})
 	if !c.Once {
 		a.logger.Info("reading payouts continuously; stop with Ctrl-C", "interval", c.PayoutsInterval)
 		for {

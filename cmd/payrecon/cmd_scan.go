@@ -16,6 +16,7 @@ import (
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/service"
 	"github.com/payrecon/payrecon/sweep"
 )
 
@@ -201,7 +202,8 @@ func (c *scanCmd) Run(a *app) error {
 		}
 		return c.runAccounts(a, pool, store, gw, cfg, accounts)
 	}
-	s, err := sweep.New(store, gw, cfg)
+	// The same constructor as run's sweep (service.New).
+	s, err := service.NewSweeper(store, gw, cfg, service.Parts{Limiter: cfg.Limiter, Logger: a.logger, LeaseFunc: cfg.LeaseFunc})
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/postgres"
+	"github.com/payrecon/payrecon/service"
 	"github.com/payrecon/payrecon/stripeapi"
 	"github.com/payrecon/payrecon/sweep"
 )
@@ -55,9 +56,9 @@ func (c *scanCmd) runAccounts(a *app, pool *pgxpool.Pool, store *postgres.Store,
 			lim := budget.NewLimiter(c.RPS).Within(platformBudget)
 			ac := cfg
 			ac.Job = payrecon.AccountJob(base, acct)
-			ac.Limiter = lim
-			ac.Logger = a.logger.With("component", "sweep", "job", ac.Job)
-			s, err := sweep.New(store.ForAccount(col, acct), gw.ForAccount(acct, lim.OnRateLimited), ac)
+			// The same constructor as run's sweep (service.New).
+			s, err := service.NewSweeper(store.ForAccount(col, acct), gw.ForAccount(acct, lim.OnRateLimited), ac,
+				service.Parts{Limiter: lim, Logger: a.logger.With("job", ac.Job), LeaseFunc: ac.LeaseFunc})
 			if err != nil {
 				return err
 			}
