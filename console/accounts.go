@@ -35,7 +35,6 @@ type (
 	AccountLine      = readmodel.AccountLine
 	AccountDetail    = readmodel.AccountDetail
 	AccountKindCount = readmodel.AccountKindCount
-	AccountFinding   = readmodel.AccountFinding
 	AccountEvents    = readmodel.AccountEvents
 )
 

@@ -210,12 +210,6 @@ func (c *ConsoleAccounts) Account(ctx context.Context, now time.Time, account st
 	if err != nil {
 		return d, err
 	}
-	for _, f := range fs {
-		af := readmodel.AccountFinding{ID: f.ID, IntentID: f.IntentID, Kind: f.Kind, Verdict: f.Verdict, Reason: f.Reason, DetectedAt: f.DetectedAt}
-		if f.PaymentID != nil {
-			af.PaymentID = *f.PaymentID
-		}
-		d.Findings = append(d.Findings, af)
-	}
+	d.Findings = fs
 	return d, nil
 }

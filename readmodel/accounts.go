@@ -59,7 +59,7 @@ type AccountDetail struct {
 	// OpenByKind counts its open findings by kind; Findings are the newest
 	// of them (at most AccountFindingsShown).
 	OpenByKind []AccountKindCount
-	Findings   []AccountFinding
+	Findings   []payrecon.Finding
 	// Events is the connected account's events catch-up cursor (nil for
 	// the platform's own, or before its first round).
 	Events *AccountEvents
@@ -80,17 +80,6 @@ func (d AccountDetail) More() bool { return int64(len(d.Findings)) < d.OpenFindi
 type AccountKindCount struct {
 	Kind  payrecon.Kind
 	Count int64
-}
-
-// AccountFinding is one line of an account's open findings.
-type AccountFinding struct {
-	ID         int64
-	PaymentID  int64
-	IntentID   string
-	Kind       payrecon.Kind
-	Verdict    payrecon.Verdict
-	Reason     string
-	DetectedAt time.Time
 }
 
 // AccountEvents is a connected account's events catch-up.
