@@ -54,3 +54,20 @@ func TestBuildersApplyParts(t *testing.T) {
 		t.Fatalf("NewCatcher with a negative overlap: %v", err)
 	}
 }
+
+// service.New refuses an invalid sweep or catch-up configuration before
+// it builds anything (so before it touches the database).
+func TestNewRefusesInvalidJobConfig(t *testing.T) {
+	t.Parallel()
+	badSweep := sweep.DefaultConfig()
+	badSweep.Batch = -1
+	if _, err := service.New(nil, service.Config{Sweep: badSweep}); err == nil || !strings.Contains(err.Error(), "the sweep: batch must be positive") {
+		t.Fatalf("New with a negative batch: %v", err)
+	}
+	badEvents := catchup.DefaultConfig()
+	badEvents.Since = -1
+	if _, err := service.New(nil, service.Config{Sweep: sweep.DefaultConfig(), Events: badEvents}); err == nil ||
+		!strings.Contains(err.Error(), "the events catch-up: since must not be negative") {
+		t.Fatalf("New with a negative since: %v", err)
+	}
+}

@@ -230,7 +230,10 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		return nil, err
 	}
 	if err := cfg.Sweep.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the sweep: %w", err)
+	}
+	if err := cfg.Events.Validate(); err != nil {
+		return nil, fmt.Errorf("the events catch-up: %w", err)
 	}
 	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry(), fatal: make(chan error, 1)}
 	s.registerHTTPMetrics()
