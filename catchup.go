@@ -18,6 +18,10 @@ var CatchUpEventTypes = []string{
 	EventPayoutFailed,
 	EventPayoutCanceled,
 	EventPayoutReconciliationCompleted,
+	EventCheckoutSessionCompleted,
+	EventCheckoutSessionAsyncPaymentSucceeded,
+	EventCheckoutSessionAsyncPaymentFailed,
+	EventCheckoutSessionExpired,
 }
 
 // EventRetention is how long Stripe keeps events (and so how far back

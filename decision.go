@@ -51,7 +51,8 @@ const (
 	// KindMissingLocally: a PaymentIntent exists in Stripe with no local row.
 	KindMissingLocally Kind = "missing_locally"
 	// KindInvalidLocalRow: the payments row cannot be checked at all (its
-	// stripe_payment_intent_id is NULL or empty). Not a drift between two
+	// stripe_payment_intent_id is NULL or empty, and it records no Checkout
+	// Session either). Not a drift between two
 	// sides but a fault in the local row; the sweep records it and goes on.
 	KindInvalidLocalRow Kind = "invalid_local_row"
 	// KindAccountMismatch: a Stripe event for the row's PaymentIntent came
@@ -85,10 +86,11 @@ var Kinds = []Kind{
 }
 
 // InvalidLocalRow is the decision on a payments row that names no
-// PaymentIntent (stripe_payment_intent_id NULL or empty): needs_review,
+// PaymentIntent (stripe_payment_intent_id NULL or empty) and no Checkout
+// Session (the session column absent, NULL or empty): needs_review,
 // without asking Stripe, since there is nothing to ask about.
 func InvalidLocalRow() Decision {
-	return review(KindInvalidLocalRow, "the payments row has no stripe_payment_intent_id (NULL or empty): it cannot be checked against Stripe")
+	return review(KindInvalidLocalRow, "the payments row has no stripe_payment_intent_id (NULL or empty) and no Checkout Session (--session-column): it cannot be checked against Stripe")
 }
 
 // Decision is the verdict on one (local status, Stripe status) pair: the
@@ -182,7 +184,7 @@ func Classify(local LocalStatus, stripe StripeStatus) Decision {
 	if !local.Valid() {
 		return review(KindUnknownStatus, fmt.Sprintf("local status %q is not one payrecon knows", local))
 	}
-	if stripe != NotFound && !stripe.Known() {
+	if stripe != NotFound && !stripe.Valid() {
 		stripe = Unknown
 	}
 	return decisionIndex[cellKey{local, stripe}]

@@ -50,6 +50,9 @@ type EventObject struct {
 	// charge's id.
 	Amount int64  `json:"amount,omitempty"`
 	Charge string `json:"charge,omitempty"`
+	// PaymentStatus is a Checkout Session's payment_status
+	// (checkout.session.* events).
+	PaymentStatus string `json:"payment_status,omitempty"`
 }
 
 // ChargeFromEvent is the charge a charge.refunded or charge.dispute.created
@@ -136,6 +139,7 @@ func ParseEvent(payload []byte) (Event, error) {
 		{"data.object.id", ev.Object.ID}, {"data.object.object", ev.Object.Object},
 		{"data.object.status", ev.Object.Status}, {"data.object.payment_intent", ev.Object.PaymentIntent},
 		{"data.object.currency", ev.Object.Currency}, {"data.object.charge", ev.Object.Charge},
+		{"data.object.payment_status", ev.Object.PaymentStatus},
 	} {
 		if err := checkToken(f.name, f.v); err != nil {
 			return ev, err
@@ -185,8 +189,12 @@ func StatusAfterEvent(eventType string) StripeStatus {
 		return IntentSucceeded
 	case EventPaymentIntentCanceled:
 		return IntentCanceled
-	case EventPaymentIntentPaymentFailed:
+	case EventPaymentIntentPaymentFailed, EventCheckoutSessionAsyncPaymentFailed:
 		return IntentRequiresPaymentMethod
+	case EventCheckoutSessionCompleted, EventCheckoutSessionAsyncPaymentSucceeded:
+		return IntentSucceeded
+	case EventCheckoutSessionExpired:
+		return IntentCanceled
 	}
 	return Unknown
 }

@@ -66,8 +66,8 @@ var StripeStatuses = []StripeStatus{
 	IntentSucceeded,
 }
 
-// Known reports whether s is one of the seven documented statuses.
-func (s StripeStatus) Known() bool {
+// Valid reports whether s is one of the seven documented statuses.
+func (s StripeStatus) Valid() bool {
 	for _, k := range StripeStatuses {
 		if s == k {
 			return true

@@ -27,6 +27,10 @@ type PaymentRow struct {
 	// one-off read of one row sets it (postgres.Store.SweepRow): a batch's
 	// rows are all of its store's account.
 	Account string `json:"account,omitempty"`
+	// SessionID is the Checkout Session the row records (--session-column;
+	// "" when it records none, or there is no such column). A row with a
+	// session and no IntentID is checked through its session.
+	SessionID string `json:"stripe_checkout_session_id,omitempty"`
 }
 
 // Cursor is the position of a sweep job.
@@ -63,6 +67,10 @@ type Check struct {
 	// Intent is what Stripe returned for the row (nil when it was not read
 	// or not found): kept with the row's findings as their details.
 	Intent *Intent
+	// Session is the Checkout Session read for a session row (nil for an
+	// intent row): named in the row's findings' details, with the
+	// PaymentIntent it has that the row does not record.
+	Session *Session
 	// Drifts are the findings recorded beside the status verdict (money
 	// drifts, stuck_in_flight), each its own finding. Judged lists the
 	// kinds that were judged for the row: an open finding of a judged kind

@@ -12,7 +12,10 @@
 // the payment, what Stripe said and a timeline; a lookup by payment id,
 // order id or PaymentIntent id; the repairs held for review
 // (--repair-mode review), each with Approve, and Approve all; the audit log
-// of console actions; the payouts read (each automatic payout's lines,
+// of console actions; on a platform on Connect (Config.Accounts), the
+// accounts (each connected account's sweep job: lag, last cycle, open
+// findings) and a page per account (its cycle, cursor, rechecks, events
+// catch-up and open findings); the payouts read (each automatic payout's lines,
 // matched or not, its own check, and the same CSV as `payrecon payouts
 // export`).
 //
@@ -53,6 +56,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/readmodel"
 )
 
 // Prefix is where the console is mounted.
@@ -76,7 +80,7 @@ const (
 	LoginsPerMinuteTotalDefault = 30
 	LoginBurstTotalDefault      = 20
 	// PageSizeDefault is the findings list's page size.
-	PageSizeDefault = 50
+	PageSizeDefault = readmodel.PageSizeDefault
 )
 
 // Config configures the console.
@@ -90,6 +94,10 @@ type Config struct {
 	// Payouts, when set, is what the Payouts page reads; nil: the page
 	// says the payouts check is off.
 	Payouts PayoutsReader
+	// Accounts, when set (payments has the account column: a platform on
+	// Connect), is what the Accounts pages and the overview's accounts
+	// read; nil: one account, and no Accounts pages.
+	Accounts AccountsReader
 	// Sessions keeps the sessions on the server (postgres.ConsoleSessions).
 	Sessions SessionStore
 	// StripeHealthFunc, when set, reports the Stripe client's state for the
@@ -306,6 +314,8 @@ func (c *Console) routes() {
 	m.Handle("GET /console/payouts", c.page(c.handlePayouts))
 	m.Handle("GET /console/payouts.csv", c.requireSession(http.HandlerFunc(c.handlePayoutsCSV)))
 	m.Handle("GET /console/payouts/{id}", c.page(c.handlePayout))
+	m.Handle("GET /console/accounts", c.page(c.handleAccounts))
+	m.Handle("GET /console/accounts/{account}", c.page(c.handleAccount))
 
 	m.Handle("POST /console/findings/{id}/resolve", c.action(c.handleResolve))
 	m.Handle("POST /console/findings/{id}/recheck", c.action(c.handleRecheck))

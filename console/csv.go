@@ -3,6 +3,7 @@ package console
 import (
 	"encoding/csv"
 	"fmt"
+	"github.com/payrecon/payrecon"
 	"net/http"
 	"strconv"
 	"strings"
@@ -24,6 +25,9 @@ func (c *Console) handleFindingsCSV(w http.ResponseWriter, r *http.Request) {
 	q.Del("after")
 	now := c.clock.Now()
 	f, err := parseFilter(q, now, csvBatch)
+	if err == nil {
+		err = c.checkAccountFilter(f)
+	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -62,23 +66,26 @@ func (c *Console) handleFindingsCSV(w http.ResponseWriter, r *http.Request) {
 	c.log.Info("console: findings exported", "operator", s.Operator, "rows", n, "state", f.State)
 }
 
-func csvRecord(f FindingRow) []string {
+func csvRecord(f payrecon.Finding) []string {
 	state := "open"
 	resolvedAt := ""
 	if !f.Open() {
 		state = "resolved"
 		resolvedAt = f.ResolvedAt.UTC().Format(time.RFC3339)
 	}
-	payment, amount := "", ""
+	payment, amount, currency, resolution := "", "", "", ""
 	if f.PaymentID != nil {
 		payment = strconv.FormatInt(*f.PaymentID, 10)
 	}
-	if f.Amount != nil {
-		amount = strconv.FormatInt(*f.Amount, 10)
+	if st := f.AtStake(); st.Known {
+		amount, currency = strconv.FormatInt(st.Amount, 10), st.Currency
+	}
+	if f.Resolution != nil {
+		resolution = string(*f.Resolution)
 	}
 	rec := []string{strconv.FormatInt(f.ID, 10), f.DetectedAt.UTC().Format(time.RFC3339), string(f.Kind), string(f.Verdict),
-		state, payment, f.OrderID, f.IntentID, f.LocalStatus, f.ExternalStatus, amount, f.Currency, f.Reason,
-		f.RepairOutcome, resolvedAt, f.Resolution, f.ResolvedBy, f.ResolutionNote}
+		state, payment, f.OrderID, f.IntentID, f.LocalStatus, f.ExternalStatus, amount, currency, f.Reason,
+		f.RepairOutcome, resolvedAt, resolution, f.ResolvedBy, f.ResolutionNote}
 	for i := range rec {
 		rec[i] = csvSafe(rec[i])
 	}

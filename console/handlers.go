@@ -23,6 +23,8 @@ type page struct {
 	Flash    string
 	Now      time.Time
 	Data     any
+	// Connect: payments has the account column (the Accounts pages).
+	Connect bool
 }
 
 // page wraps a handler that fills a page: it needs a session, and the
@@ -30,7 +32,7 @@ type page struct {
 func (c *Console) page(h func(http.ResponseWriter, *http.Request, *page) (string, int, error)) http.Handler {
 	return c.requireSession(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := sessionFrom(r.Context())
-		p := &page{Operator: s.Operator, CSRF: c.auth.csrfToken(s), Open: c.auth.open, Now: c.clock.Now()}
+		p := &page{Operator: s.Operator, CSRF: c.auth.csrfToken(s), Open: c.auth.open, Now: c.clock.Now(), Connect: c.cfg.Accounts != nil}
 		if fc, err := r.Cookie(flashCookie); err == nil {
 			p.Flash = c.auth.readFlash(fc.Value)
 			c.auth.setCookie(w, r, flashCookie, "", -1)
@@ -95,6 +97,8 @@ type overviewData struct {
 	Overview
 	Stripe              *StripeHealth
 	LagChart, OpenChart chart
+	// Accounts is a platform's accounts (nil without the account column).
+	Accounts *AccountsSummary
 }
 
 func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request, p *page) (string, int, error) {
@@ -113,6 +117,13 @@ func (c *Console) handleOverview(w http.ResponseWriter, r *http.Request, p *page
 		d.Stripe = &h
 	}
 	d.LagChart, d.OpenChart = historyCharts(hist, now)
+	if c.cfg.Accounts != nil {
+		as, err := c.cfg.Accounts.Summary(r.Context(), now)
+		if err != nil {
+			return "", 0, err
+		}
+		d.Accounts = &as
+	}
 	p.Title, p.Nav, p.Data = "Overview", "overview", d
 	return "overview", http.StatusOK, nil
 }
@@ -147,6 +158,9 @@ type filter struct {
 	After    string
 	Query    FindingQuery
 	AgeLabel string
+	// Account is the account filter as the URL names it (acct_…, or
+	// platform): Connect only.
+	Account string
 }
 
 // values is the filter as query parameters (without the cursor).
@@ -162,6 +176,9 @@ func (f filter) values() url.Values {
 	if f.Age != "" {
 		v.Set("age", f.Age)
 	}
+	if f.Account != "" {
+		v.Set("account", f.Account)
+	}
 	return v
 }
 
@@ -175,9 +192,10 @@ func (f filter) HasKind(k payrecon.Kind) bool {
 	return false
 }
 
-// parseFilter reads kind (repeatable), verdict, state, age and after.
+// parseFilter reads kind (repeatable), verdict, state, age, account and
+// after.
 func parseFilter(q url.Values, now time.Time, limit int) (filter, error) {
-	f := filter{Verdict: q.Get("verdict"), State: q.Get("state"), Age: q.Get("age"), After: q.Get("after")}
+	f := filter{Verdict: q.Get("verdict"), State: q.Get("state"), Age: q.Get("age"), After: q.Get("after"), Account: q.Get("account")}
 	if f.State == "" {
 		f.State = "open"
 	}
@@ -219,6 +237,13 @@ func parseFilter(q url.Values, now time.Time, limit int) (filter, error) {
 	}
 	if !found {
 		return f, badRequest("age %q is not one of the choices", f.Age)
+	}
+	if f.Account != "" {
+		acct, ok := parseAccount(f.Account)
+		if !ok {
+			return f, badRequest("account %s: want acct_… or platform", payrecon.Quote(f.Account, 40))
+		}
+		f.Query.Account = &acct
 	}
 	if f.After != "" {
 		cur, err := parseCursor(f.After)
@@ -268,7 +293,7 @@ type findingsData struct {
 	Filter   filter
 	Kinds    []payrecon.Kind
 	Ages     []ageOption
-	Rows     []FindingRow
+	Rows     []payrecon.Finding
 	NextURL  string
 	FirstURL string
 	CSVURL   string
@@ -277,6 +302,9 @@ type findingsData struct {
 
 func (c *Console) handleFindings(w http.ResponseWriter, r *http.Request, p *page) (string, int, error) {
 	f, err := parseFilter(r.URL.Query(), c.clock.Now(), PageSizeDefault)
+	if err == nil {
+		err = c.checkAccountFilter(f)
+	}
 	if err != nil {
 		return "", 0, err
 	}

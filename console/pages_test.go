@@ -50,6 +50,19 @@ func TestPagesShowTheDatabase(t *testing.T) {
 	if strings.Contains(r.body, "0.00 USD") {
 		t.Error("the overview shows a zero amount for findings without one")
 	}
+	// One account (no account column): no Accounts pages.
+	if strings.Contains(r.body, `href="/console/accounts"`) {
+		t.Error("the overview of one account links the Accounts page")
+	}
+	if r := get(t, b.admin+"/console/accounts", c); r.status != http.StatusOK || !strings.Contains(r.body, "payments has no account column") {
+		t.Errorf("the Accounts page of one account = %d\n%s", r.status, r.body)
+	}
+	if r := get(t, b.admin+"/console/findings?account=platform", c); r.status != http.StatusBadRequest {
+		t.Errorf("the findings of an account, with one account = %d, want 400", r.status)
+	}
+	if r := get(t, b.admin+"/console/accounts/platform", c); r.status != http.StatusNotFound {
+		t.Errorf("an account page of one account = %d, want 404", r.status)
+	}
 	if r := get(t, b.admin+"/console/findings/999999", c); r.status != http.StatusNotFound {
 		t.Errorf("a missing finding = %d, want 404", r.status)
 	}

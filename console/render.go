@@ -3,6 +3,7 @@ package console
 import (
 	"embed"
 	"fmt"
+	"github.com/payrecon/payrecon"
 	"html/template"
 	"io/fs"
 	"math"
@@ -35,7 +36,7 @@ func assetHandler() http.Handler {
 }
 
 // pageNames are the templates rendered as whole pages, each with layout.
-var pageNames = []string{"overview", "findings", "finding", "lookup", "audit", "repairs", "login", "error", "payouts", "payout"}
+var pageNames = []string{"overview", "findings", "finding", "lookup", "audit", "repairs", "login", "error", "payouts", "payout", "accounts", "account"}
 
 func parsePages() (map[string]*template.Template, error) {
 	out := map[string]*template.Template{}
@@ -50,24 +51,24 @@ func parsePages() (map[string]*template.Template, error) {
 }
 
 var funcs = template.FuncMap{
-	"ago":      ago,
-	"dur":      formatDuration,
-	"ts":       formatTime,
-	"pct":      func(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) },
-	"perHour":  func(f float64) string { return formatCount(f) + " / h" },
-	"count":    func(f float64) string { return formatCount(f) },
-	"rate":     formatRate,
-	"money":    formatMoney,
-	"amount":   formatAmount,
-	"deref":    func(p *int64) int64 { return *p },
-	"deref2":   func(p *time.Time) time.Time { return *p },
-	"rowsAt":   func(now time.Time, rows []FindingRow) findingRows { return findingRows{Now: now, Rows: rows} },
-	"countInt": func(n int64) string { return formatCount(float64(n)) },
-	"progress": func(f float64) int { return int(math.Round(math.Min(1, math.Max(0, f)) * 100)) },
-	"label":    sourceLabel,
-	"isoTime":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"f1":       func(f float64) string { return fmt.Sprintf("%.1f", f) },
-	"date":     func(t time.Time) string { return t.UTC().Format(time.DateOnly) },
+	"ago":       ago,
+	"dur":       formatDuration,
+	"ts":        formatTime,
+	"pct":       func(f float64) string { return fmt.Sprintf("%.1f %%", 100*f) },
+	"perHour":   func(f float64) string { return formatCount(f) + " / h" },
+	"count":     func(f float64) string { return formatCount(f) },
+	"rate":      formatRate,
+	"money":     formatMoney,
+	"amount":    formatAmount,
+	"deref":     func(p *int64) int64 { return *p },
+	"derefTime": func(p *time.Time) time.Time { return *p },
+	"rowsAt":    func(now time.Time, rows []payrecon.Finding) findingRows { return findingRows{Now: now, Rows: rows} },
+	"countInt":  func(n int64) string { return formatCount(float64(n)) },
+	"progress":  func(f float64) int { return int(math.Round(math.Min(1, math.Max(0, f)) * 100)) },
+	"label":     sourceLabel,
+	"isoTime":   func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"f1":        func(f float64) string { return fmt.Sprintf("%.1f", f) },
+	"date":      func(t time.Time) string { return t.UTC().Format(time.DateOnly) },
 }
 
 // sourceLabel names a timeline source; a new source needs one entry here
@@ -204,5 +205,5 @@ func formatMoney(m Money) string { return formatAmount(m.Amount, m.Currency) }
 // findingRows is what the findingRows template gets.
 type findingRows struct {
 	Now  time.Time
-	Rows []FindingRow
+	Rows []payrecon.Finding
 }

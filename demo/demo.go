@@ -44,6 +44,16 @@
 //     detected, repaired, left for review and missed; findings on rows not
 //     injected with their kind; rows that must not change but did.
 //
+// With Config.Accounts the same scenario plays as a platform on Stripe
+// Connect (platform.go): payments gets the account column, the rows and
+// orphans are spread over the platform's own account and the connected
+// accounts (plan.spread), each intent lives on its account in the
+// simulator, one webhook per account arrives from another account
+// (account_mismatch), the service sweeps every account through River, and
+// the Report's Platform gives the scorecard per account and the requests
+// made under the wrong Stripe-Account. The payouts phase pays out the
+// platform's own charges only.
+//
 // Report.OK is the verdict the command exits with.
 package demo
 
@@ -97,6 +107,15 @@ type Config struct {
 	// plain UPDATE of version and updated_at, as a buggy app would), and
 	// the report must then count them as touched and fail.
 	TamperInSync int
+	// Accounts, when positive, plays the demo as a platform on Stripe
+	// Connect: payments gets the account column (stripe_account_id), its
+	// rows are spread over the platform's own account and this many
+	// connected accounts, each with drift; the simulator keeps each
+	// account's intents and events under its Stripe-Account; the service
+	// sweeps every account as its own job through River (package
+	// platform); and the report gives the scorecard per account and the
+	// requests made under the wrong account (at most MaxAccounts).
+	Accounts int
 }
 
 // Progress is the state of the running service.
@@ -142,6 +161,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("batch %d is too large (at most 10000)", c.Batch)
 	case c.TamperInSync < 0:
 		return fmt.Errorf("tamper count must not be negative, got %d", c.TamperInSync)
+	case c.Accounts < 0:
+		return fmt.Errorf("accounts must not be negative, got %d", c.Accounts)
+	case c.Accounts > MaxAccounts(c.Payments):
+		return fmt.Errorf("%d payments give drift to at most %d connected accounts, got %d (raise --payments)", c.Payments, MaxAccounts(c.Payments), c.Accounts)
 	}
 	return nil
 }

@@ -11,8 +11,9 @@ import (
 
 // checkListeners proves the service's two listeners are split as the
 // README says: metrics, the console and River's dashboard on the admin
-// address, none of them on the public one.
-func checkListeners(ctx context.Context, public, admin string) error {
+// address, none of them on the public one. metric is a series /metrics
+// must have.
+func checkListeners(ctx context.Context, public, admin, metric string) error {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections() // no keep-alive goroutine outlives the check
 	client := &http.Client{Timeout: 10 * time.Second, Transport: tr}
@@ -33,7 +34,7 @@ func checkListeners(ctx context.Context, public, admin string) error {
 		url, contains string
 		status        int
 	}{
-		{"http://" + admin + "/metrics", "payrecon_reconciliation_lag_seconds", http.StatusOK},
+		{"http://" + admin + "/metrics", metric, http.StatusOK},
 		{"http://" + admin + "/console/", "Reconciliation lag", http.StatusOK},
 		{"http://" + admin + "/riverui/", "", http.StatusOK},
 		{"http://" + public + "/metrics", "", http.StatusNotFound},

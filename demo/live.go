@@ -74,7 +74,7 @@ func (r *runner) livePhase(ctx context.Context, httpAddr string, swept int) erro
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	client := &http.Client{Timeout: 30 * time.Second, Transport: transport}
 	defer client.CloseIdleConnections()
-	d := &deliverer{sim: r.sim, url: "http://" + httpAddr + "/webhooks/stripe", secret: r.secret, client: client}
+	d := &deliverer{sim: r.sim, url: "http://" + httpAddr + "/webhooks/stripe", secret: r.secret, connectSecret: r.connectSecret(), client: client}
 	r.log.Info("live phase: intents succeed after the sweep passed their rows; the webhook endpoint is down for half of them",
 		"events", len(r.plan.live), "catch_up_interval", liveEventsInterval)
 	for pos, i := range r.plan.live {

@@ -57,7 +57,13 @@ type Report struct {
 	Notifications NotificationReport `json:"notifications"`
 	// Settlement is the payouts phase.
 	Settlement SettlementReport `json:"settlement"`
-	Timings    Timings          `json:"timings"`
+	// Platform is `demo --accounts`'s: the scorecard per account (nil
+	// without it).
+	Platform *PlatformReport `json:"platform,omitempty"`
+	// Sessions is the scorecard of the rows that record a Checkout Session
+	// and no PaymentIntent (their drifts are in Kinds too).
+	Sessions SessionReport `json:"sessions"`
+	Timings  Timings       `json:"timings"`
 }
 
 // KindReport is one line of the table.
@@ -81,7 +87,32 @@ type KindReport struct {
 	Missed        int `json:"missed"`
 }
 
-// SweepReport describes the one sweep cycle.
+// SessionReport is the session rows' part of the scorecard.
+type SessionReport struct {
+	// Rows counts the session rows; Kinds has a line per kind injected on
+	// them (settlement kinds included), in payrecon.Kinds order.
+	Rows  int          `json:"rows"`
+	Kinds []KindReport `json:"kinds"`
+}
+
+// problems lists what went wrong with the session rows.
+func (s SessionReport) problems() []string {
+	var out []string
+	if s.Rows == 0 {
+		out = append(out, "sessions: no session row was seeded")
+	}
+	for _, k := range s.Kinds {
+		if k.Missed > 0 || (k.Repairable && k.Repaired != k.Injected) {
+			out = append(out, fmt.Sprintf("sessions: %s on session rows: %d injected, %d detected, %d repaired", k.Kind, k.Injected, k.Detected, k.Repaired))
+		}
+	}
+	return out
+}
+
+// SweepReport describes the one sweep cycle (on a platform, Config.Accounts,
+// every account's: Rows is the sum of their cycles' rows; Batches and
+// Verdicts are not known there, the batches running as River jobs, and stay
+// zero and empty).
 type SweepReport struct {
 	// Rows were swept in Batches batches (the wrap not counted), in
 	// Duration (from the service being ready to the cursor's wrap).
@@ -157,8 +188,10 @@ func (r Report) Problems() []string {
 	if r.Repairs.Unprocessed > 0 {
 		out = append(out, fmt.Sprintf("%d repair commands left unprocessed", r.Repairs.Unprocessed))
 	}
+	out = append(out, r.Sessions.problems()...)
 	out = append(out, r.Notifications.problems()...)
 	out = append(out, r.Settlement.problems()...)
+	out = append(out, r.Platform.problems()...)
 	return out
 }
 
@@ -266,6 +299,8 @@ func (r *runner) collect(ctx context.Context) error {
 		live[i] = true
 	}
 	repaired := map[payrecon.Kind]int{}
+	repairedBy := map[int]int{} // by account
+	sessionRepaired := map[payrecon.Kind]int{}
 	for i, pr := range r.plan.rows {
 		id := r.ids[i]
 		if live[i] { // moved on purpose in the live phase: checked by collectLive
@@ -275,6 +310,10 @@ func (r *runner) collect(ctx context.Context) error {
 		if pr.repairable() {
 			if repairedFinding[subject{payment: id}] && after.status == pr.expectedAfter() && after.version == before.version+1 {
 				repaired[pr.kind()]++
+				repairedBy[pr.account]++
+				if pr.session() {
+					sessionRepaired[pr.kind()]++
+				}
 			}
 			continue
 		}
@@ -304,6 +343,12 @@ func (r *runner) collect(ctx context.Context) error {
 		r.rep.Kinds = append(r.rep.Kinds, kr)
 	}
 
+	r.collectSessions(detected, open, sessionRepaired)
+
+	if err := r.collectAccounts(ctx, detected, open, repairedBy); err != nil {
+		return err
+	}
+
 	var median, maxLatency float64
 	err = r.pool.QueryRow(ctx, queries.Get("repairs"), pgx.StrictNamedArgs{
 		"applied": string(payrecon.Applied), "repaired": string(payrecon.ResolvedRepaired),
@@ -314,4 +359,45 @@ func (r *runner) collect(ctx context.Context) error {
 	r.rep.Repairs.MedianLatency = time.Duration(median * float64(time.Second))
 	r.rep.Repairs.MaxLatency = time.Duration(maxLatency * float64(time.Second))
 	return nil
+}
+
+// collectSessions counts, for the session rows, each kind injected and
+// whether it was detected, repaired or left open.
+func (r *runner) collectSessions(detected, open map[payrecon.Kind]map[subject]bool, repaired map[payrecon.Kind]int) {
+	lines := map[payrecon.Kind]*KindReport{}
+	count := func(k payrecon.Kind, s subject) {
+		if k == "" {
+			return
+		}
+		if lines[k] == nil {
+			lines[k] = &KindReport{Kind: k, Repairable: k == payrecon.KindMissedSuccess || k == payrecon.KindMissedCancel}
+		}
+		l := lines[k]
+		l.Injected++
+		if detected[k][s] {
+			l.Detected++
+		} else {
+			l.Missed++
+		}
+		if open[k][s] {
+			l.LeftForReview++
+		}
+	}
+	sr := SessionReport{Kinds: []KindReport{}}
+	for i, pr := range r.plan.rows {
+		if !pr.session() {
+			continue
+		}
+		sr.Rows++
+		s := subject{payment: r.ids[i]}
+		count(pr.kind(), s)
+		count(r.plan.settlementKind(i), s)
+	}
+	for _, k := range payrecon.Kinds {
+		if l := lines[k]; l != nil {
+			l.Repaired = repaired[k]
+			sr.Kinds = append(sr.Kinds, *l)
+		}
+	}
+	r.rep.Sessions = sr
 }

@@ -67,6 +67,11 @@ type runner struct {
 	byID map[int64]int
 	// snap is every row as it stood before the service started.
 	snap map[int64]rowState
+	// accounts is payments' account column (Config.Accounts); not Found
+	// otherwise.
+	accounts postgres.AccountColumn
+	// sessions is payments' Checkout Session column.
+	sessions postgres.SessionColumn
 
 	rep Report
 }
@@ -102,6 +107,20 @@ func (r *runner) play(ctx context.Context) error {
 	if _, err := pool.Exec(ctx, queries.Get("add_money_columns")); err != nil {
 		return fmt.Errorf("add the demo's money columns: %w", err)
 	}
+	if _, err := pool.Exec(ctx, queries.Get("add_session_column")); err != nil {
+		return fmt.Errorf("add the demo's session column: %w", err)
+	}
+	if r.sessions, err = postgres.DetectSessionColumn(ctx, pool, postgres.SessionColumnDefault); err != nil {
+		return err
+	}
+	if !r.sessions.Found {
+		return fmt.Errorf("the demo's session column is not used: %s", r.sessions.Problem)
+	}
+	if r.cfg.Accounts > 0 {
+		if err := r.addAccountColumn(ctx); err != nil {
+			return err
+		}
+	}
 	sim, err := stripesim.Start(stripesim.Config{Seed: r.cfg.Seed, Logger: quiet(r.log), Clock: &r.simClock})
 	if err != nil {
 		return fmt.Errorf("start the Stripe simulator: %w", err)
@@ -110,6 +129,9 @@ func (r *runner) play(ctx context.Context) error {
 	r.sim = sim
 	r.secret = fmt.Sprintf("whsec_payrecon_demo_%d", r.cfg.Seed)
 	if r.plan, err = newPlan(r.cfg.Payments, r.cfg.Seed, time.Now(), r.cfg.Span); err != nil {
+		return err
+	}
+	if err := r.plan.spread(r.cfg.Accounts, r.cfg.Seed); err != nil {
 		return err
 	}
 	r.rep.OrphanIntents = len(r.plan.orphans)
@@ -164,6 +186,9 @@ func (r *runner) play(ctx context.Context) error {
 	st := sim.Stats()
 	r.rep.Sweep.StripeRequests = st.Total()
 	r.rep.Sweep.StripeByEndpoint = st.Requests
+	if r.rep.Platform != nil {
+		r.rep.Platform.WrongAccountRequests = st.WrongAccount
+	}
 	if err := r.collectNotifications(ctx); err != nil {
 		return err
 	}
@@ -179,12 +204,29 @@ func (r *runner) play(ctx context.Context) error {
 // time) and stores their PaymentIntents and the orphans in the simulator.
 func (r *runner) seed(ctx context.Context) error {
 	rows := make([][]any, len(r.plan.rows))
+	columns := []string{"order_id", "stripe_payment_intent_id", "stripe_checkout_session_id", "status", "created_at", "updated_at", "amount", "currency"}
 	for i, pr := range r.plan.rows {
 		amount, currency := pr.localMoney()
-		rows[i] = []any{fmt.Sprintf("order_%07d", pr.index+1), pr.intentID, string(payrecon.StatusPending), pr.created, pr.created, amount, currency}
+		var intent, session *string
+		if pr.session() {
+			s := pr.sessionID()
+			session = &s
+		} else {
+			intent = &r.plan.rows[i].intentID
+		}
+		rows[i] = []any{fmt.Sprintf("order_%07d", pr.index+1), intent, session, string(payrecon.StatusPending), pr.created, pr.created, amount, currency}
+		if r.accounts.Found {
+			var acct *string // NULL: the platform's own
+			if a := r.plan.accountOf(i); a != "" {
+				acct = &a
+			}
+			rows[i] = append(rows[i], acct)
+		}
 	}
-	if _, err := r.pool.CopyFrom(ctx, pgx.Identifier{"payments"},
-		[]string{"order_id", "stripe_payment_intent_id", "status", "created_at", "updated_at", "amount", "currency"}, pgx.CopyFromRows(rows)); err != nil {
+	if r.accounts.Found {
+		columns = append(columns, r.accounts.Column)
+	}
+	if _, err := r.pool.CopyFrom(ctx, pgx.Identifier{"payments"}, columns, pgx.CopyFromRows(rows)); err != nil {
 		return fmt.Errorf("seed %d payments: %w", len(rows), err)
 	}
 	res, err := r.pool.Query(ctx, queries.Get("payment_ids"))
@@ -202,16 +244,31 @@ func (r *runner) seed(ctx context.Context) error {
 	r.ids = make([]int64, len(r.plan.rows))
 	r.byID = make(map[int64]int, len(r.plan.rows))
 	for i, pr := range r.plan.rows {
-		id, ok := byIntent[pr.intentID]
+		key := pr.intentID
+		if pr.session() {
+			key = fmt.Sprintf("order_%07d", pr.index+1)
+		}
+		id, ok := byIntent[key]
 		if !ok {
-			return fmt.Errorf("seeded payment for intent %s is missing", pr.intentID)
+			return fmt.Errorf("seeded payment for %s is missing", key)
 		}
 		r.ids[i], r.byID[id] = id, i
 	}
 
 	var intents []stripesim.Intent
-	for _, pr := range r.plan.rows {
+	var sessions []stripesim.Session
+	for i, pr := range r.plan.rows {
 		status := payrecon.IntentRequiresPaymentMethod
+		switch {
+		case pr.role == roleSessionMissing:
+			continue
+		case pr.session():
+			// The session only: its intent is created when the customer
+			// pays (moveSession). An open one expires a day from now.
+			sessions = append(sessions, stripesim.Session{ID: pr.sessionID(), Created: pr.created,
+				ExpiresAt: time.Now().Add(24 * time.Hour), Account: r.plan.accountOf(i)})
+			continue
+		}
 		switch pr.role {
 		case roleMissingExternally:
 			continue
@@ -219,14 +276,17 @@ func (r *runner) seed(ctx context.Context) error {
 			status = UnknownStripeStatus
 		}
 		intents = append(intents, stripesim.Intent{ID: pr.intentID, Status: status, Created: pr.created,
-			Amount: pr.amount(), Currency: "usd"})
+			Amount: pr.amount(), Currency: "usd", Account: r.plan.accountOf(i)})
 	}
 	for i, o := range r.plan.orphans {
 		intents = append(intents, stripesim.Intent{ID: o.intentID, Status: o.status, Created: o.created,
-			Amount: 1000 + int64(i%10)*100, Currency: "usd"})
+			Amount: 1000 + int64(i%10)*100, Currency: "usd", Account: r.plan.accounts[o.account]})
 	}
 	if err := r.sim.Seed(len(intents), func(i int) stripesim.Intent { return intents[i] }); err != nil {
 		return fmt.Errorf("seed %d PaymentIntents: %w", len(intents), err)
+	}
+	if err := r.sim.SeedSessions(len(sessions), func(i int) stripesim.Session { return sessions[i] }); err != nil {
+		return fmt.Errorf("seed %d Checkout Sessions: %w", len(sessions), err)
 	}
 	var stuck []int64
 	for i, pr := range r.plan.rows {
@@ -274,10 +334,12 @@ func (r *runner) webhooks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	events := postgres.NewEvents(r.pool, r.writer, nil)
+	events.Accounts, events.Sessions = r.accounts, r.sessions
 	deps := httpapi.Deps{
 		Logger:  quiet(r.log).With("component", "http"),
-		Events:  postgres.NewEvents(r.pool, r.writer, nil),
-		Webhook: httpapi.WebhookConfig{Secrets: []string{r.secret}},
+		Events:  events,
+		Webhook: httpapi.WebhookConfig{Secrets: r.secrets()},
 	}
 	if err := deps.Validate(); err != nil {
 		return fmt.Errorf("webhook handler: %w", err)
@@ -302,7 +364,7 @@ func (r *runner) webhooks(ctx context.Context) error {
 	transport.MaxIdleConnsPerHost = webhookWorkers
 	client := &http.Client{Timeout: 30 * time.Second, Transport: transport}
 	defer client.CloseIdleConnections()
-	d := &deliverer{sim: r.sim, url: "http://" + ln.Addr().String() + "/webhooks/stripe", secret: r.secret, client: client}
+	d := &deliverer{sim: r.sim, url: "http://" + ln.Addr().String() + "/webhooks/stripe", secret: r.secret, connectSecret: r.connectSecret(), client: client}
 	r.log.Info("delivering webhooks", "events", wrep.Events, "dropped", wrep.Dropped, "duplicated", wrep.Duplicated,
 		"reordered", wrep.Reordered, "endpoint", d.url)
 	if err := d.deliver(ctx, sends, webhookWorkers, &r.rep.Webhooks); err != nil {
@@ -353,65 +415,59 @@ func (r *runner) readRows(ctx context.Context) (map[int64]rowState, error) {
 	return out, nil
 }
 
+// cycleWatch follows the embedded service's sweep through its progress
+// callback: rows swept, when the live rows are passed, when the cycle
+// completes.
+type cycleWatch struct {
+	swept   atomic.Int64
+	wrapped atomic.Bool
+	// wrappedAt is when the cycle completed (on a platform, every
+	// account's), in Unix nanoseconds.
+	wrappedAt atomic.Int64
+	cycle     chan sweep.CycleReport
+	passed    chan int
+	passOnce  sync.Once
+	// liveEnd: the live rows are passed once the cycle has swept this many
+	// rows (on a platform, once every account's cycle is done).
+	liveEnd  int
+	accounts bool
+}
+
+func newCycleWatch(liveEnd int, accounts bool) *cycleWatch {
+	return &cycleWatch{cycle: make(chan sweep.CycleReport, 1), passed: make(chan int, 1), liveEnd: liveEnd, accounts: accounts}
+}
+
+// progress is the sweep's progress callback (sweep.ProgressFunc).
+func (w *cycleWatch) progress(b sweep.BatchReport, total sweep.CycleReport) {
+	if w.wrapped.Load() {
+		return // after the cycle, recheck batches report totals of their own
+	}
+	w.swept.Store(int64(total.Scanned))
+	if total.Scanned >= w.liveEnd && (!w.accounts || b.Wrapped) {
+		w.passOnce.Do(func() { w.passed <- total.Scanned })
+	}
+	if b.Wrapped {
+		w.wrappedAt.Store(time.Now().UnixNano())
+		w.wrapped.Store(true)
+		w.cycle <- total
+	}
+}
+
 // runService runs the real service until its first sweep cycle completes
 // and the repair queue drains, then stops it and waits for a clean stop. It
 // returns the cycle's totals.
 func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
+	w := newCycleWatch(r.plan.live[len(r.plan.live)-1]+1, r.accounts.Found)
+	progress := w.progress
 	var (
-		swept    atomic.Int64
-		wrapped  atomic.Bool
-		cycle    = make(chan sweep.CycleReport, 1)
-		ready    = make(chan struct{})
-		once     sync.Once
-		passed   = make(chan int, 1)
-		passOnce sync.Once
-		// The live rows are passed once the cycle has swept this many rows.
-		liveEnd = r.plan.live[len(r.plan.live)-1] + 1
+		ready = make(chan struct{})
+		once  sync.Once
 	)
-	progress := func(b sweep.BatchReport, total sweep.CycleReport) {
-		if wrapped.Load() {
-			return // after the cycle, recheck batches report totals of their own
-		}
-		swept.Store(int64(total.Scanned))
-		if total.Scanned >= liveEnd {
-			passOnce.Do(func() { passed <- total.Scanned })
-		}
-		if b.Wrapped {
-			wrapped.Store(true)
-			cycle <- total
-		}
-	}
-	cols, err := postgres.DetectMoneyColumns(ctx, r.pool, "amount", "currency")
+	sc, err := r.serviceConfig(ctx, progress, func(string) { once.Do(func() { close(ready) }) })
 	if err != nil {
 		return sweep.CycleReport{}, err
 	}
-	stuckAfter, err := payrecon.ParseStuckAfter(payrecon.DefaultStuckAfter)
-	if err != nil {
-		return sweep.CycleReport{}, err
-	}
-	svc, err := service.New(r.pool, service.Config{
-		HTTPAddr:     "127.0.0.1:0",
-		AdminAddr:    r.cfg.AdminAddr,
-		MoneyColumns: cols,
-		Sweep: sweep.Config{
-			Money:       cols.Checks(nil),
-			StuckAfter:  stuckAfter,
-			Batch:       r.cfg.Batch,
-			Grace:       -1, // every webhook has already landed
-			Mode:        sweep.ModeAuto,
-			Concurrency: sweepConcurrent,
-			MinCycle:    24 * time.Hour, // one cycle, then idle
-			MaxOutage:   time.Minute,
-		},
-		RPS:            0,
-		Events:         catchup.Config{Interval: liveEventsInterval},
-		Stripe:         stripeapi.Config{SecretKey: r.sim.SecretKey(), APIBase: r.sim.URL()},
-		WebhookSecrets: []string{r.secret},
-		Relay:          relay.Config{Workers: relayWorkers, Notify: r.shop.notifyConfig()},
-		Logger:         quiet(r.log),
-		SweepProgress:  progress,
-		Ready:          func(string) { once.Do(func() { close(ready) }) },
-	})
+	svc, err := service.New(r.pool, sc)
 	if err != nil {
 		return sweep.CycleReport{}, fmt.Errorf("build the service: %w", err)
 	}
@@ -433,8 +489,16 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 
 	expected := r.plan.injected()
 	repairs := expected[payrecon.KindMissedSuccess] + expected[payrecon.KindMissedCancel]
-	mon := r.monitor(ctx, &swept, &wrapped, repairs)
+	mon := r.monitor(ctx, &w.swept, &w.wrapped, repairs)
 	defer mon.stop()
+	if r.accounts.Found {
+		// The accounts' sweeps run as River job chains, not the one
+		// sweeper whose progress the callback reports: their cursors say
+		// how far they are.
+		pctx, pcancel := context.WithCancel(ctx)
+		defer pcancel()
+		go r.watchAccounts(pctx, progress)
+	}
 
 	failed := func(what string, err error) (sweep.CycleReport, error) {
 		if err == nil {
@@ -454,7 +518,13 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 	r.log.Info("service running: sweeping until one cycle completes, then draining the repair queue",
 		"http_addr", svc.Addr(), "console_url", "http://"+svc.AdminAddr()+"/console/", "rows", len(r.plan.rows), "batch", r.cfg.Batch,
 		"grace", "off (every webhook landed before the sweep)")
-	if err := checkListeners(ctx, svc.Addr(), svc.AdminAddr()); err != nil {
+	// A platform's lag is its worst account's, known once an account's
+	// job has a cursor; its accounts' figures are there from the start.
+	metric := "payrecon_reconciliation_lag_seconds"
+	if r.accounts.Found {
+		metric = "payrecon_platform_accounts_behind"
+	}
+	if err := checkListeners(ctx, svc.Addr(), svc.AdminAddr(), metric); err != nil {
 		return sweep.CycleReport{}, err
 	}
 	if r.cfg.TamperInSync > 0 {
@@ -465,7 +535,7 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 
 	// The live phase, once the sweep has passed the live rows.
 	select {
-	case n := <-passed:
+	case n := <-w.passed:
 		if err := r.livePhase(ctx, svc.Addr(), n); err != nil {
 			return sweep.CycleReport{}, err
 		}
@@ -478,23 +548,14 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 
 	var total sweep.CycleReport
 	select {
-	case total = <-cycle:
+	case total = <-w.cycle:
 	case err := <-runErr:
 		stopped = true
 		return failed("stopped before the cycle completed", err)
 	case <-ctx.Done():
-		return sweep.CycleReport{}, fmt.Errorf("waiting for the sweep cycle (%d of %d rows swept): %w", swept.Load(), len(r.plan.rows), ctx.Err())
+		return sweep.CycleReport{}, fmt.Errorf("waiting for the sweep cycle (%d of %d rows swept): %w", w.swept.Load(), len(r.plan.rows), ctx.Err())
 	}
-	r.rep.Sweep.Duration = time.Since(began)
-	r.log.Info("sweep cycle complete", "rows", total.Scanned, "duration", r.rep.Sweep.Duration.Round(time.Millisecond),
-		"new_findings", total.NewFindings, "repair_commands", total.Commands)
-
-	cycleDone := time.Now()
-	if err := r.drain(ctx, runErr, &stopped); err != nil {
-		return total, err
-	}
-	r.rep.Repairs.DrainAfterCycle = time.Since(cycleDone)
-	if err := r.waitDelivered(ctx); err != nil {
+	if err := r.afterCycle(ctx, total, began, w, runErr, &stopped); err != nil {
 		return total, err
 	}
 	mon.stop()
@@ -503,6 +564,63 @@ func (r *runner) runService(ctx context.Context) (sweep.CycleReport, error) {
 	}
 	r.log.Info("service stopped cleanly")
 	return total, nil
+}
+
+// afterCycle reports the completed cycle, drains the repair queue and
+// waits until every notification is delivered.
+func (r *runner) afterCycle(ctx context.Context, total sweep.CycleReport, began time.Time, w *cycleWatch, runErr chan error, stopped *bool) error {
+	r.rep.Sweep.Duration = time.Since(began)
+	if r.accounts.Found { // the live phase came after the accounts' cycles
+		r.rep.Sweep.Duration = time.Unix(0, w.wrappedAt.Load()).Sub(began)
+	}
+	r.log.Info("sweep cycle complete", "rows", total.Scanned, "duration", r.rep.Sweep.Duration.Round(time.Millisecond),
+		"new_findings", total.NewFindings, "repair_commands", total.Commands)
+	cycleDone := time.Now()
+	if err := r.drain(ctx, runErr, stopped); err != nil {
+		return err
+	}
+	r.rep.Repairs.DrainAfterCycle = time.Since(cycleDone)
+	return r.waitDelivered(ctx)
+}
+
+// serviceConfig is the embedded service's configuration: the demo's money
+// columns, one cycle then idle, no grace (every webhook has landed), the
+// simulator without a rate limit; progress and ready are the demo's.
+func (r *runner) serviceConfig(ctx context.Context, progress sweep.ProgressFunc, ready func(string)) (service.Config, error) {
+	cols, err := postgres.DetectMoneyColumns(ctx, r.pool, "amount", "currency")
+	if err != nil {
+		return service.Config{}, err
+	}
+	stuckAfter, err := payrecon.ParseStuckAfter(payrecon.DefaultStuckAfter)
+	if err != nil {
+		return service.Config{}, err
+	}
+	return service.Config{
+		HTTPAddr:     "127.0.0.1:0",
+		AdminAddr:    r.cfg.AdminAddr,
+		MoneyColumns: cols,
+		Sweep: sweep.Config{
+			Money:       cols.Checks(nil),
+			StuckAfter:  stuckAfter,
+			Batch:       r.cfg.Batch,
+			Grace:       -1, // every webhook has already landed
+			Mode:        sweep.ModeAuto,
+			Concurrency: sweepConcurrent,
+			MinCycle:    24 * time.Hour, // one cycle, then idle
+			MaxOutage:   time.Minute,
+		},
+		RPS:            0,
+		Events:         catchup.Config{Interval: liveEventsInterval},
+		Stripe:         stripeapi.Config{SecretKey: r.sim.SecretKey(), APIBase: r.sim.URL()},
+		WebhookSecrets: r.secrets(),
+		Relay:          relay.Config{Workers: relayWorkers, Notify: r.shop.notifyConfig()},
+		Logger:         quiet(r.log),
+		SweepProgress:  progress,
+		Ready:          ready,
+		Accounts:       r.accounts,
+		Sessions:       r.sessions,
+		PlatformRPS:    -1, // the simulator has no rate limit
+	}, nil
 }
 
 // drain waits until every repair command is processed and no delivery job

@@ -35,8 +35,27 @@ const (
 	rolePartiallyRefunded // partly refunded in the Dashboard; its webhook dropped (the sweep finds it)
 	roleDisputed          // disputed by the cardholder; the charge.dispute.created webhook delivered
 	roleStuck             // authorised, never captured: first observed in requires_capture 150 h ago
+	// Connect (Config.Accounts) only: pending, the intent awaits payment,
+	// and a payment_intent.succeeded for it arrives from another account
+	// (account_mismatch): it must not be applied.
+	roleWrongAccount
+	// Checkout Sessions: rows that record a session (cs_…) and no
+	// PaymentIntent, whose intent is created when the customer pays (the
+	// row's intentID names it in the simulator). Their webhooks are the
+	// checkout.session.* events.
+	roleSessionOpen           // the customer has not paid yet
+	roleSessionPaid           // completed, checkout.session.completed delivered
+	roleSessionAsync          // an asynchronous method: completed, then async_payment_succeeded, both delivered
+	roleSessionExpired        // expired unpaid, checkout.session.expired delivered
+	roleSessionMissedSuccess  // completed, checkout.session.completed dropped
+	roleSessionMissedCancel   // expired, checkout.session.expired dropped
+	roleSessionAmountMismatch // completed and delivered, but the order's amount is not what Stripe took
+	roleSessionMissing        // no such Checkout Session in Stripe
 	numRoles
 )
+
+// firstSessionRole and the roles after it are session rows.
+const firstSessionRole = roleSessionOpen
 
 // roleSpec describes a role: its share of the payments, its minimum count,
 // the drift it injects (empty for in-sync roles), and the local state
@@ -61,7 +80,7 @@ func roleSpecs() [numRoles]roleSpec {
 	)
 	return [numRoles]roleSpec{
 		roleUntouched:         {"pending", 0, 3, "", pending, 0, pending},
-		rolePaid:              {"paid", 0.40, 3, "", paid, 1, paid},
+		rolePaid:              {"paid", 0.29, 3, "", paid, 1, paid},
 		roleFailed:            {"failed", 0.08, 3, "", failed, 1, failed},
 		roleCanceled:          {"canceled", 0.05, 3, "", failed, 1, failed},
 		roleDuplicated:        {"duplicated webhook", 0.03, 4, "", "", 1, ""}, // status set per row
@@ -79,6 +98,16 @@ func roleSpecs() [numRoles]roleSpec {
 		rolePartiallyRefunded: {"partly refunded, webhook dropped", 0.002, 2, payrecon.KindPartiallyRefunded, paid, 1, paid},
 		roleDisputed:          {"disputed", 0.002, 2, payrecon.KindDisputed, paid, 1, paid},
 		roleStuck:             {"stuck in requires_capture", 0.002, 2, payrecon.KindStuckInFlight, pending, 0, pending},
+		roleWrongAccount:      {"webhook from another account", 0, 0, payrecon.KindAccountMismatch, pending, 0, pending}, // made by spread
+
+		roleSessionOpen:           {"checkout session open", 0.01, 1, "", pending, 0, pending},
+		roleSessionPaid:           {"checkout session paid", 0.03, 1, "", paid, 1, paid},
+		roleSessionAsync:          {"checkout session, async payment", 0.005, 1, "", paid, 1, paid},
+		roleSessionExpired:        {"checkout session expired", 0.01, 1, "", failed, 1, failed},
+		roleSessionMissedSuccess:  {"dropped checkout.session.completed", 0.01, 2, payrecon.KindMissedSuccess, pending, 0, paid},
+		roleSessionMissedCancel:   {"dropped checkout.session.expired", 0.005, 1, payrecon.KindMissedCancel, pending, 0, failed},
+		roleSessionAmountMismatch: {"checkout session, amount differs", 0.002, 1, payrecon.KindAmountMismatch, paid, 1, paid},
+		roleSessionMissing:        {"no such checkout session", 0.002, 1, payrecon.KindMissingExternally, pending, 0, pending},
 	}
 }
 
@@ -109,7 +138,7 @@ func (r row) amount() int64 { return 500 + int64(r.index%40)*250 }
 // Stripe has, except where the row's role says otherwise.
 func (r row) localMoney() (int64, string) {
 	switch r.role {
-	case roleAmountMismatch:
+	case roleAmountMismatch, roleSessionAmountMismatch:
 		return r.amount() + 100, "usd"
 	case roleCurrencyMismatch:
 		return r.amount(), "eur"
@@ -126,6 +155,9 @@ type row struct {
 	// variant picks between the two flavours of a role (duplicated:
 	// succeeded or canceled).
 	variant int
+	// account is the row's account, an index into plan.accounts (0, the
+	// platform's own, without Config.Accounts).
+	account int
 }
 
 // orphan is one planned PaymentIntent with no local row.
@@ -133,6 +165,7 @@ type orphan struct {
 	intentID string
 	created  time.Time
 	status   payrecon.StripeStatus
+	account  int // as row.account
 }
 
 // plan is the whole scenario, a pure function of (payments, seed, now).
@@ -153,6 +186,12 @@ type plan struct {
 	// first of the untouched rows. Even positions lose their webhook (the
 	// endpoint is down), odd ones get it.
 	live []int
+	// accounts are the accounts the rows are spread over (Config.Accounts):
+	// "" (the platform's own) first, then the connected accounts; one
+	// account, "", without them.
+	accounts []string
+	// now is when the plan was laid out.
+	now time.Time
 }
 
 // liveShare is the share of the payments in the live phase, and liveMin its
@@ -175,7 +214,7 @@ func newPlan(n int, seed uint64, now time.Time, span time.Duration) (*plan, erro
 	}
 	rng := rand.New(rand.NewPCG(seed, seed^0x5deece66d))
 	specs := roleSpecs()
-	p := &plan{rows: make([]row, n)}
+	p := &plan{rows: make([]row, n), accounts: []string{""}, now: now}
 	rest := n
 	for r := role(1); r < numRoles; r++ {
 		c := max(specs[r].min, int(float64(n)*specs[r].share))
@@ -278,7 +317,7 @@ func (p *plan) chooseUnsettled(now time.Time) {
 	lo, hi := p.start.Add(2*p.payoutEvery()), now.Add(-p.settleAfter()-2*p.payoutEvery())
 	var eligible []int
 	for i, r := range p.rows {
-		if r.role == rolePaid && !r.created.Before(lo) && !r.created.After(hi) {
+		if r.role == rolePaid && r.account == 0 && !r.created.Before(lo) && !r.created.After(hi) {
 			eligible = append(eligible, i)
 		}
 	}
@@ -292,14 +331,16 @@ func (p *plan) chooseUnsettled(now time.Time) {
 // settlementKind is the settlement drift row i is injected with ("" for
 // none): a charge settled for an order marked failed, a settled gross that
 // is not the order's amount, or a paid row whose charge stays out of every
-// payout.
+// payout. Only the platform's own rows are paid out (see spread).
 func (p *plan) settlementKind(i int) payrecon.Kind {
 	switch {
+	case p.rows[i].account != 0:
+		return ""
 	case p.unsettled[i]:
 		return payrecon.KindPaidNotSettled
 	case p.rows[i].role == roleFailedThenPaid:
 		return payrecon.KindSettledNotPaidLocally
-	case p.rows[i].role == roleAmountMismatch:
+	case p.rows[i].role == roleAmountMismatch, p.rows[i].role == roleSessionAmountMismatch:
 		return payrecon.KindSettledAmountMismatch
 	}
 	return ""
@@ -308,7 +349,7 @@ func (p *plan) settlementKind(i int) payrecon.Kind {
 // settlementKind is what an orphan's settlement shows: a succeeded one is
 // paid out with no local row.
 func (o orphan) settlementKind() payrecon.Kind {
-	if o.status == payrecon.IntentSucceeded {
+	if o.status == payrecon.IntentSucceeded && o.account == 0 {
 		return payrecon.KindSettledNotPaidLocally
 	}
 	return ""
@@ -344,8 +385,20 @@ func (r row) kind() payrecon.Kind { return roleSpecs()[r.role].kind }
 
 // repairable reports whether the row's drift is repaired automatically.
 func (r row) repairable() bool {
-	return r.role == roleMissedSuccess || r.role == roleMissedCancel
+	switch r.role {
+	case roleMissedSuccess, roleMissedCancel, roleSessionMissedSuccess, roleSessionMissedCancel:
+		return true
+	}
+	return false
 }
+
+// session reports whether the row records a Checkout Session and no
+// PaymentIntent.
+func (r row) session() bool { return r.role >= firstSessionRole }
+
+// sessionID is a session row's Checkout Session: its intent's id with the
+// session's prefix.
+func (r row) sessionID() string { return "cs_test_" + r.intentID[len("pi_"):] }
 
 // idSource makes Stripe-shaped ids ("pi_" and 24 characters) from the
 // scenario's seeded source, never the same twice.
@@ -370,3 +423,79 @@ func (s *idSource) next() string {
 		}
 	}
 }
+
+// MaxAccounts is the most connected accounts a demo of n payments spreads
+// its rows over (Config.Accounts): every account, the platform's own among
+// them, gets at least one row of the most common drift (a dropped
+// succeeded webhook), so that drift is injected in every account.
+func MaxAccounts(n int) int {
+	s := roleSpecs()[roleMissedSuccess]
+	return min(max(s.min, int(float64(n)*s.share))-1, 1000)
+}
+
+// spread lays the plan out over the platform's own account and k connected
+// accounts (Config.Accounts), a pure function of the seed: each role's
+// rows, in id order, go round the accounts (starting one account further
+// for each role, so that the remainders spread too), and so do the orphan
+// intents. The settlement phase pays out the platform's own account's
+// charges only (a connected account's payouts are its own; the simulator
+// keeps one balance), so the settlement drifts are the platform's rows'.
+func (p *plan) spread(k int, seed uint64) error {
+	if k <= 0 {
+		return nil
+	}
+	if k > MaxAccounts(len(p.rows)) {
+		return fmt.Errorf("%d payments give drift to at most %d connected accounts, got %d", len(p.rows), MaxAccounts(len(p.rows)), k)
+	}
+	rng := rand.New(rand.NewPCG(seed^0xacc0, seed))
+	seen := map[string]bool{}
+	for len(p.accounts) < k+1 {
+		b := []byte("acct_1")
+		for range 15 {
+			b = append(b, idAlphabet[rng.IntN(len(idAlphabet))])
+		}
+		if id := string(b); !seen[id] {
+			seen[id] = true
+			p.accounts = append(p.accounts, id)
+		}
+	}
+	// One untouched row per account (never a live one) gets a webhook from
+	// another account.
+	live := make(map[int]bool, len(p.live))
+	for _, i := range p.live {
+		live[i] = true
+	}
+	var spare []int
+	for i, r := range p.rows {
+		if r.role == roleUntouched && !live[i] {
+			spare = append(spare, i)
+		}
+	}
+	if len(spare) < 2*(k+1) {
+		return fmt.Errorf("%d payments leave too few untouched rows for %d connected accounts", len(p.rows), k)
+	}
+	for j := range k + 1 {
+		p.rows[spare[j*len(spare)/(k+1)]].role = roleWrongAccount
+	}
+	p.counts[roleUntouched] -= k + 1
+	p.counts[roleWrongAccount] = k + 1
+
+	var next [numRoles]int
+	for i := range p.rows {
+		r := p.rows[i].role
+		offset := int(r)
+		if r == roleAmountMismatch || r == roleFailedThenPaid || r == roleWrongAccount || r == roleSessionAmountMismatch {
+			offset = 0 // their first row is the platform's: its payouts show their settlement drift
+		}
+		p.rows[i].account = (next[r] + offset) % (k + 1)
+		next[r]++
+	}
+	for j := range p.orphans {
+		p.orphans[j].account = j % (k + 1)
+	}
+	p.chooseUnsettled(p.now)
+	return nil
+}
+
+// accountOf returns the account of row i ("" for the platform's own).
+func (p *plan) accountOf(i int) string { return p.accounts[p.rows[i].account] }

@@ -75,13 +75,17 @@ func (r *runner) settle(ctx context.Context) error {
 		}
 		intents[k] = append(intents[k], id)
 	}
+	// A connected account's charges are paid out to it, not in the
+	// platform's payouts (see plan.spread).
 	for i, pr := range p.rows {
-		if !p.unsettled[i] {
+		if !p.unsettled[i] && pr.account == 0 {
 			add(pr.intentID, pr.created)
 		}
 	}
 	for _, o := range p.orphans {
-		add(o.intentID, o.created)
+		if o.account == 0 {
+			add(o.intentID, o.created)
+		}
 	}
 	const offBy, failing = 2, 4 // the payouts made wrong
 	ids := make([]string, len(bounds))
@@ -109,7 +113,7 @@ func (r *runner) settle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	store := postgres.NewPayouts(r.pool).WithMoneyColumns(cols)
+	store := postgres.NewPayouts(r.pool).WithMoneyColumns(cols).WithAccountColumn(r.accounts)
 	rec := settlement.New(gw, store, settlement.Config{
 		Checks: payrecon.SettlementChecks{Amount: cols.Amount, Currency: cols.Currency, SettleAfter: p.settleAfter()},
 		Logger: quiet(r.log).With("component", "payouts"),

@@ -30,6 +30,9 @@ type WebhookReport struct {
 	// Reordered counts PaymentIntents whose events arrived in the reverse
 	// of the order they happened in.
 	Reordered int `json:"reordered"`
+	// WrongAccount counts the events delivered as if from another account
+	// than their payment's (`demo --accounts`: one per account).
+	WrongAccount int `json:"wrong_account,omitempty"`
 	// Outcomes counts what the webhook handler answered: the canonical
 	// writer's outcome (applied, moved_elsewhere, …), "ignored", or
 	// "duplicate" for a redelivery it recognised.
@@ -39,6 +42,16 @@ type WebhookReport struct {
 // send is one POST of one event.
 type send struct {
 	eventID string
+	// forged, when set, sends eventID's payload as another event: for
+	// another intent, from another account.
+	forged *forgery
+}
+
+// forgery is a payment_intent.succeeded made from a real one: a new id,
+// another intent, and the top-level account of another account than the
+// intent's row ("" the platform).
+type forgery struct {
+	id, intentID, account string
 }
 
 // intentSends are the deliveries of one PaymentIntent's events, in the
@@ -54,8 +67,23 @@ type intentSends struct {
 // twice, and the reordered ones backwards.
 func moveIntents(sim *stripesim.Server, p *plan) ([]intentSends, WebhookReport, error) {
 	rep := WebhookReport{Outcomes: map[string]int{}}
-	var out []intentSends
+	var (
+		out      []intentSends
+		wrong    []row
+		template string // a payment_intent.succeeded, the forgeries' model
+	)
 	for _, r := range p.rows {
+		if r.session() {
+			is, dropped, err := moveSession(sim, r)
+			if err != nil {
+				return nil, rep, err
+			}
+			rep.Dropped += dropped
+			if len(is.sends) > 0 {
+				out = append(out, is)
+			}
+			continue
+		}
 		var events []string
 		set := func(s payrecon.StripeStatus, wantEvent bool) error {
 			id, err := sim.SetStatus(r.intentID, s)
@@ -140,6 +168,13 @@ func moveIntents(sim *stripesim.Server, p *plan) ([]intentSends, WebhookReport, 
 			rep.Dropped += len(events)
 			continue
 		}
+		if r.role == roleWrongAccount {
+			wrong = append(wrong, r)
+			continue
+		}
+		if r.role == rolePaid && template == "" {
+			template = events[0]
+		}
 		if len(order) > 0 {
 			is := intentSends{intentID: r.intentID}
 			for _, i := range order {
@@ -147,6 +182,12 @@ func moveIntents(sim *stripesim.Server, p *plan) ([]intentSends, WebhookReport, 
 			}
 			out = append(out, is)
 		}
+	}
+	for _, r := range wrong {
+		other := p.accounts[(r.account+1)%len(p.accounts)]
+		out = append(out, intentSends{intentID: r.intentID, sends: []send{{eventID: template,
+			forged: &forgery{id: "evt_wrongaccount" + r.intentID[len("pi_"):], intentID: r.intentID, account: other}}}})
+		rep.WrongAccount++
 	}
 	rep.Events = len(sim.Events())
 	return out, rep, nil
@@ -157,7 +198,10 @@ type deliverer struct {
 	sim    *stripesim.Server
 	url    string
 	secret string
-	client *http.Client
+	// connectSecret, when set, signs the connected accounts' events, as
+	// Stripe's Connect endpoint does with its own secret.
+	connectSecret string
+	client        *http.Client
 }
 
 // deliver sends every intent's deliveries, intents concurrently (workers at
@@ -171,7 +215,7 @@ func (d *deliverer) deliver(ctx context.Context, all []intentSends, workers int,
 	for _, is := range all {
 		g.Go(func() error {
 			for _, s := range is.sends {
-				outcome, err := d.post(gctx, s.eventID)
+				outcome, err := d.postSend(gctx, s)
 				if err != nil {
 					return fmt.Errorf("deliver event %s of intent %s: %w", s.eventID, is.intentID, err)
 				}
@@ -189,9 +233,20 @@ func (d *deliverer) deliver(ctx context.Context, all []intentSends, workers int,
 // post delivers one event as Stripe does, signed with the endpoint's secret
 // at the current time, and returns the handler's outcome.
 func (d *deliverer) post(ctx context.Context, eventID string) (string, error) {
+	return d.postSend(ctx, send{eventID: eventID})
+}
+
+// postSend is post of one send, forged or not.
+func (d *deliverer) postSend(ctx context.Context, s send) (string, error) {
+	eventID := s.eventID
 	payload, err := d.sim.EventPayload(eventID)
 	if err != nil {
 		return "", err
+	}
+	if s.forged != nil {
+		if payload, err = s.forged.payload(payload); err != nil {
+			return "", fmt.Errorf("forge event %s from %s: %w", s.forged.id, eventID, err)
+		}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.url, bytes.NewReader(payload))
 	if err != nil {
@@ -199,7 +254,19 @@ func (d *deliverer) post(ctx context.Context, eventID string) (string, error) {
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
 	req.Header.Set("User-Agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)")
-	req.Header.Set("Stripe-Signature", stripesim.SignatureHeader(payload, d.secret, time.Now()))
+	secret := d.secret
+	if d.connectSecret != "" {
+		var ev struct {
+			Account string `json:"account"`
+		}
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return "", fmt.Errorf("decode event %s: %w", eventID, err)
+		}
+		if ev.Account != "" {
+			secret = d.connectSecret
+		}
+	}
+	req.Header.Set("Stripe-Signature", stripesim.SignatureHeader(payload, secret, time.Now()))
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return "", fmt.Errorf("post: %w", err)
@@ -226,4 +293,70 @@ func (d *deliverer) post(ctx context.Context, eventID string) (string, error) {
 		return "", errors.New("webhook endpoint answered 200 without an outcome")
 	}
 	return res.Outcome, nil
+}
+
+// payload rewrites a real event's payload into the forgery: its id, its
+// intent and its account.
+func (f *forgery) payload(real []byte) ([]byte, error) {
+	var ev map[string]any
+	if err := json.Unmarshal(real, &ev); err != nil {
+		return nil, err
+	}
+	ev["id"] = f.id
+	if f.account == "" {
+		delete(ev, "account")
+	} else {
+		ev["account"] = f.account
+	}
+	data, _ := ev["data"].(map[string]any)
+	obj, _ := data["object"].(map[string]any)
+	if obj == nil {
+		return nil, errors.New("the event has no data.object")
+	}
+	obj["id"] = f.intentID
+	return json.Marshal(ev)
+}
+
+// moveSession plays a session row's Checkout Session as its role says: the
+// customer pays (the session's PaymentIntent, the row's intentID, is
+// created a second after the row, on the row's account), pays with an
+// asynchronous method that settles later, or never pays and the session
+// expires. It returns the checkout.session.* deliveries to make (the
+// intents' own payment_intent.* events are not sent: the demo's endpoint
+// listens to the session's) and how many events were dropped.
+func moveSession(sim *stripesim.Server, r row) (intentSends, int, error) {
+	is := intentSends{intentID: r.intentID}
+	in := stripesim.Intent{ID: r.intentID, Amount: r.amount(), Currency: "usd", Created: r.created.Add(time.Second)}
+	var events []string
+	switch r.role {
+	case roleSessionPaid, roleSessionMissedSuccess, roleSessionAmountMismatch:
+		ev, _, err := sim.CompleteSession(r.sessionID(), in, false)
+		if err != nil {
+			return is, 0, fmt.Errorf("complete session %s: %w", r.sessionID(), err)
+		}
+		events = append(events, ev)
+	case roleSessionAsync:
+		ev, _, err := sim.CompleteSession(r.sessionID(), in, true)
+		if err != nil {
+			return is, 0, fmt.Errorf("complete session %s: %w", r.sessionID(), err)
+		}
+		settled, err := sim.SettleAsyncSession(r.sessionID(), true)
+		if err != nil {
+			return is, 0, fmt.Errorf("settle session %s: %w", r.sessionID(), err)
+		}
+		events = append(events, ev, settled)
+	case roleSessionExpired, roleSessionMissedCancel:
+		ev, err := sim.ExpireSession(r.sessionID())
+		if err != nil {
+			return is, 0, fmt.Errorf("expire session %s: %w", r.sessionID(), err)
+		}
+		events = append(events, ev)
+	}
+	if r.role == roleSessionMissedSuccess || r.role == roleSessionMissedCancel {
+		return is, len(events), nil
+	}
+	for _, ev := range events {
+		is.sends = append(is.sends, send{eventID: ev})
+	}
+	return is, 0, nil
 }

@@ -142,6 +142,7 @@ func Run(ctx context.Context, cfg Config) Report {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	var rep Report
+	sessions := false // the rows record Checkout Sessions: the key must read them
 	pool := checkDatabase(ctx, &rep, cfg)
 	if pool != nil {
 		defer pool.Close()
@@ -150,8 +151,11 @@ func Run(ctx context.Context, cfg Config) Report {
 		checkConnections(ctx, &rep, pool, cfg)
 		checkDatabaseClock(ctx, &rep, pool, cfg)
 		checkReads(ctx, &rep, pool, cfg)
+		if sc, err := postgres.DetectSessionColumn(ctx, pool, cfg.SessionColumn); err == nil {
+			sessions = sc.Found
+		}
 	}
-	checkStripe(ctx, &rep, cfg)
+	checkStripe(ctx, &rep, cfg, sessions)
 	checkWebhookSecrets(&rep, cfg)
 	checkNotify(ctx, &rep, cfg)
 	checkConsole(&rep, cfg)
@@ -328,12 +332,21 @@ func checkOptionalColumns(ctx context.Context, rep *Report, pool *pgxpool.Pool, 
 	default:
 		found = append(found, fmt.Sprintf("no account column %s (one Stripe account)", cfg.AccountColumn))
 	}
-	if _, ok := info.Columns[cfg.SessionColumn]; ok && cfg.SessionColumn != "" {
+	sess, err := postgres.DetectSessionColumn(ctx, pool, cfg.SessionColumn)
+	if err != nil {
+		rep.fail("optional_columns", err.Error(), "check that the role may read the catalogue")
+		return
+	}
+	_, exists = info.Columns[cfg.SessionColumn]
+	switch {
+	case sess.Found:
+		found = append(found, fmt.Sprintf("session column %s (a row with a Checkout Session and no PaymentIntent id is checked through its session)", cfg.SessionColumn))
+	case exists && cfg.SessionColumn != "":
 		st = Warn
-		found = append(found, fmt.Sprintf("session column %s present: this payrecon checks rows through their PaymentIntent only, so a row with only a Checkout Session reads as invalid_local_row", cfg.SessionColumn))
-		fixes = append(fixes, fmt.Sprintf("reconcile the rows with only %s set with a payrecon that reads Checkout Sessions, or keep them out of the payments view", cfg.SessionColumn))
-	} else if cfg.SessionColumn != "" {
-		found = append(found, fmt.Sprintf("no session column %s", cfg.SessionColumn))
+		found = append(found, fmt.Sprintf("session column %s: %s, so a row with only a Checkout Session reads as invalid_local_row", cfg.SessionColumn, sess.Problem))
+		fixes = append(fixes, "give --session-column a text column of cs_… ids")
+	case cfg.SessionColumn != "":
+		found = append(found, fmt.Sprintf("no session column %s (rows are checked through their PaymentIntent)", cfg.SessionColumn))
 	}
 	rep.judge("optional_columns", st, strings.Join(found, "; "), strings.Join(fixes, "; "))
 }
@@ -493,7 +506,7 @@ func count(f float64) string {
 	return digits.Group(int64(math.Round(f)), ",")
 }
 
-func checkStripe(ctx context.Context, rep *Report, cfg Config) {
+func checkStripe(ctx context.Context, rep *Report, cfg Config, sessions bool) {
 	key := cfg.StripeSecretKey
 	mode := ""
 	switch {
@@ -533,7 +546,7 @@ func checkStripe(ctx context.Context, rep *Report, cfg Config) {
 	} else {
 		rep.ok("stripe_key", fmt.Sprintf("a %s-mode restricted key that Stripe accepts", mode))
 	}
-	for _, pc := range cfg.Gateway.CheckPermissions(ctx, stripeapi.AccessNeeds{Charges: true, Events: cfg.EventsInterval > 0}) {
+	for _, pc := range cfg.Gateway.CheckPermissions(ctx, stripeapi.AccessNeeds{Charges: true, Events: cfg.EventsInterval > 0, Sessions: sessions}) {
 		name := "permission " + pc.Permission
 		switch {
 		case pc.Err == nil:

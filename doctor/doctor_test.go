@@ -179,8 +179,8 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 		{"an account column of the wrong type", "optional_columns", doctor.Warn, "so every row is checked against the key's own account", func(t *testing.T, _ *doctor.Config, pool *pgxpool.Pool, _ *stripesim.Server) {
 			pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN stripe_account_id bigint")
 		}},
-		{"a Checkout Session column", "optional_columns", doctor.Warn, "session column stripe_checkout_session_id present", func(t *testing.T, _ *doctor.Config, pool *pgxpool.Pool, _ *stripesim.Server) {
-			pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN stripe_checkout_session_id text")
+		{"a session column of the wrong type", "optional_columns", doctor.Warn, `column "stripe_checkout_session_id" is bigint, not text`, func(t *testing.T, _ *doctor.Config, pool *pgxpool.Pool, _ *stripesim.Server) {
+			pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN stripe_checkout_session_id bigint")
 		}},
 		{"too many replicas", "connections", doctor.Fail, "more than the server allows", func(t *testing.T, cfg *doctor.Config, _ *pgxpool.Pool, _ *stripesim.Server) {
 			cfg.Replicas = 10_000
@@ -219,6 +219,10 @@ func TestDoctorFindsEachProblem(t *testing.T) {
 		}},
 		{"no Events: Read", "permission Events: Read", doctor.Fail, "Events: Read", func(t *testing.T, _ *doctor.Config, _ *pgxpool.Pool, sim *stripesim.Server) {
 			sim.SetFaults(stripesim.Faults{MissingPermissions: []string{stripesim.PermissionEventRead}})
+		}},
+		{"session rows without Checkout Sessions: Read", "permission Checkout Sessions: Read", doctor.Fail, "Checkout Sessions: Read", func(t *testing.T, _ *doctor.Config, pool *pgxpool.Pool, sim *stripesim.Server) {
+			pgtest.Exec(t, pool, "ALTER TABLE payments ADD COLUMN stripe_checkout_session_id text")
+			sim.SetFaults(stripesim.Faults{MissingPermissions: []string{stripesim.PermissionCheckoutSessionRead}})
 		}},
 		{"no PaymentIntents: Read", "permission PaymentIntents: Read", doctor.Fail, "PaymentIntents: Read", func(t *testing.T, _ *doctor.Config, _ *pgxpool.Pool, sim *stripesim.Server) {
 			sim.SetFaults(stripesim.Faults{MissingPermissions: []string{stripesim.PermissionPaymentIntentRead}})

@@ -1,13 +1,8 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +12,7 @@ import (
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/httpapi"
 	"github.com/payrecon/payrecon/internal/testkit"
-	"github.com/payrecon/payrecon/stripesim"
+	"github.com/payrecon/payrecon/internal/webhooktest"
 )
 
 func TestMain(m *testing.M) {
@@ -25,15 +20,14 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	secret    = "whsec_test_current"
-	oldSecret = "whsec_test_previous"
+	secret    = webhooktest.Secret
+	oldSecret = webhooktest.OldSecret
 )
 
 type testBundle struct {
 	events *recorder
 	clock  *testkit.Clock
-	srv    *httptest.Server
-	client *http.Client
+	srv    *webhooktest.Server
 }
 
 // recorder is the event processor of the handler tests: it records the
@@ -87,34 +81,12 @@ func (b *testBundle) serve(t *testing.T, deps httpapi.Deps) {
 // serveHandler starts a server for h and a client of the test's own.
 func (b *testBundle) serveHandler(t *testing.T, h http.Handler) {
 	t.Helper()
-	b.srv = httptest.NewServer(h)
-	t.Cleanup(b.srv.Close)
-	tr := &http.Transport{MaxIdleConnsPerHost: 32}
-	t.Cleanup(tr.CloseIdleConnections)
-	b.client = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	b.srv = webhooktest.Serve(t, h)
 }
 
-// event renders a Stripe event about a PaymentIntent, with an API version
-// older than stripe-go's (any version must be accepted).
+// event renders a Stripe event about a PaymentIntent (webhooktest.Event).
 func event(id, typ, intentID string, status payrecon.StripeStatus, created time.Time) []byte {
-	b, err := json.Marshal(map[string]any{
-		"id":               id,
-		"object":           "event",
-		"api_version":      "2019-02-19",
-		"created":          created.Unix(),
-		"livemode":         false,
-		"pending_webhooks": 1,
-		"request":          map[string]any{"id": nil, "idempotency_key": nil},
-		"type":             typ,
-		"data": map[string]any{"object": map[string]any{
-			"id": intentID, "object": "payment_intent", "status": string(status),
-			"amount": 1000, "currency": "usd", "metadata": map[string]string{"order": "o1"},
-		}},
-	})
-	if err != nil {
-		panic(err)
-	}
-	return b
+	return webhooktest.Event(id, typ, intentID, status, created)
 }
 
 type response struct {
@@ -124,45 +96,27 @@ type response struct {
 
 func (r response) json(t *testing.T) map[string]any {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		t.Fatalf("decode %q: %v", r.body, err)
-	}
-	return m
+	return webhooktest.JSON(t, r.body)
 }
 
 // post delivers payload with the given Stripe-Signature header ("" for none).
 func (b *testBundle) post(t *testing.T, payload []byte, sig string) response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, b.srv.URL+"/webhooks/stripe", bytes.NewReader(payload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	if sig != "" {
-		req.Header.Set("Stripe-Signature", sig)
-	}
-	return b.do(t, req)
+	status, body := b.srv.Post(t, payload, sig)
+	return response{status, body}
 }
 
 // deliver signs payload with secret at the clock's now and posts it.
 func (b *testBundle) deliver(t *testing.T, payload []byte) response {
 	t.Helper()
-	return b.post(t, payload, stripesim.SignatureHeader(payload, secret, b.clock.Now()))
+	status, body := b.srv.Deliver(t, payload, b.clock.Now())
+	return response{status, body}
 }
 
 func (b *testBundle) do(t *testing.T, req *http.Request) response {
 	t.Helper()
-	resp, err := b.client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{status: resp.StatusCode, body: body}
+	status, body := b.srv.Do(t, req)
+	return response{status, body}
 }
 
-func intentID(n int) string { return fmt.Sprintf("pi_test_%04d", n) }
+func intentID(n int) string { return webhooktest.IntentID(n) }

@@ -100,8 +100,8 @@ func accountSQL(q string, a AccountColumn) string {
 	})
 }
 
-// storeReads are the queries a store rewrites for its money and account
-// columns.
+// storeReads are the queries a store rewrites for its money, account and
+// session columns.
 var storeReads = []string{"read_batch", "read_recent_batch", "read_rechecks", "sweep_row", "count_created_between", "commit_checks", "rows_ahead"}
 
 // ForAccount returns a store on the same pool (with the same EnqueueFunc and
@@ -129,6 +129,9 @@ func (s *Store) rebuild() {
 		}
 		if s.accounts != nil {
 			q = accountSQL(q, *s.accounts)
+		}
+		if s.sessions != nil {
+			q = sessionSQL(q, *s.sessions)
 		}
 		s.reads[name] = q
 	}
@@ -223,19 +226,27 @@ func (e *Events) checkEventAccount(ctx context.Context, tx pgx.Tx, ev payrecon.E
 	if err != nil || !found || account == ev.Account {
 		return false, err
 	}
+	return true, e.accountMismatch(ctx, tx, ev, id, status, account, ev.IntentID(), now, res)
+}
+
+// accountMismatch records that ev came from another account than the one
+// payment id's row records: outcome account_mismatch, and an
+// account_mismatch finding (needs_review) unless that kind is ignored.
+// intentID is the PaymentIntent the row records ("" for a session row).
+func (e *Events) accountMismatch(ctx context.Context, tx pgx.Tx, ev payrecon.Event, id int64, status, account, intentID string, now time.Time, res *payrecon.EventResult) error {
 	res.PaymentID, res.Outcome = id, payrecon.OutcomeAccountMismatch
 	if e.Ignore[payrecon.KindAccountMismatch] {
-		return true, nil
+		return nil
 	}
 	reason := fmt.Sprintf("event %s (%s) came from %s, but the payment's row records %s: not applied",
 		ev.ID, ev.Type, accountName(ev.Account), accountName(account))
 	rows, err := tx.Query(ctx, queries.Get("open_drifts"), pgx.StrictNamedArgs{
-		"payment_id": id, "intent_id": ev.IntentID(), "local_status": status,
+		"payment_id": id, "intent_id": intentID, "local_status": status,
 		"drifts":  []payrecon.Drift{{Kind: payrecon.KindAccountMismatch, Reason: reason}},
 		"verdict": string(payrecon.NeedsReview), "job": "webhook", "details": nil, "now": now,
 	})
 	if err != nil {
-		return true, fmt.Errorf("open account_mismatch for event %s: %w", ev.ID, err)
+		return fmt.Errorf("open account_mismatch for event %s: %w", ev.ID, err)
 	}
 	var (
 		fid  int64
@@ -245,9 +256,9 @@ func (e *Events) checkEventAccount(ctx context.Context, tx pgx.Tx, ev payrecon.E
 		res.FindingID = fid
 		return nil
 	}); err != nil {
-		return true, fmt.Errorf("open account_mismatch for event %s: %w", ev.ID, err)
+		return fmt.Errorf("open account_mismatch for event %s: %w", ev.ID, err)
 	}
-	return true, nil
+	return nil
 }
 
 // accountName is an account as findings name it: "the platform" for "".

@@ -20,6 +20,8 @@ type AccountLag struct {
 	Lag time.Duration `json:"lag_ns"`
 	// LastCycleCompletedAt is zero when none completed yet.
 	LastCycleCompletedAt time.Time `json:"last_cycle_completed_at,omitzero"`
+	// Behind: it completed no cycle, or none within AccountsBehindAfter.
+	Behind bool `json:"behind"`
 }
 
 // AccountsStatus summarises a platform's account sweeps: how many, how
@@ -47,13 +49,14 @@ type AccountsStatus struct {
 // before status counts it behind.
 const AccountsBehindAfter = 24 * time.Hour
 
-// AccountsStatus reads every account job of base.
-func (m *Monitor) AccountsStatus(ctx context.Context, now time.Time, base string) (AccountsStatus, error) {
-	st := AccountsStatus{BehindAfter: AccountsBehindAfter, Worst: []AccountLag{}}
+// EachAccount calls fn for every account job of base, the worst lag
+// first: the one reading of an account's lag and of whether it is behind,
+// which status, metrics and the console share.
+func (m *Monitor) EachAccount(ctx context.Context, now time.Time, base string, fn func(AccountLag) error) error {
 	rows, err := m.pool.Query(ctx, queries.Get("accounts_status"), pgx.StrictNamedArgs{
 		"base": base, "prefix": likeEscape(base + "/" + payrecon.AccountPrefix)})
 	if err != nil {
-		return st, fmt.Errorf("read the accounts' sweeps: %w", err)
+		return fmt.Errorf("read the accounts' sweeps: %w", err)
 	}
 	var (
 		job       string
@@ -65,13 +68,28 @@ func (m *Monitor) AccountsStatus(ctx context.Context, now time.Time, base string
 		if !ok {
 			return nil
 		}
-		st.Accounts++
 		l := AccountLag{Job: job, Account: acct, Lag: nonNegative(now.Sub(since))}
 		if completed != nil {
-			st.Completed++
 			l.LastCycleCompletedAt = *completed
 		}
-		if completed == nil || now.Sub(*completed) > st.BehindAfter {
+		l.Behind = completed == nil || now.Sub(*completed) > AccountsBehindAfter
+		return fn(l)
+	})
+	if err != nil {
+		return fmt.Errorf("read the accounts' sweeps: %w", err)
+	}
+	return nil
+}
+
+// AccountsStatus reads every account job of base.
+func (m *Monitor) AccountsStatus(ctx context.Context, now time.Time, base string) (AccountsStatus, error) {
+	st := AccountsStatus{BehindAfter: AccountsBehindAfter, Worst: []AccountLag{}}
+	err := m.EachAccount(ctx, now, base, func(l AccountLag) error {
+		st.Accounts++
+		if !l.LastCycleCompletedAt.IsZero() {
+			st.Completed++
+		}
+		if l.Behind {
 			st.Behind++
 		}
 		if len(st.Worst) < 5 {
@@ -81,7 +99,7 @@ func (m *Monitor) AccountsStatus(ctx context.Context, now time.Time, base string
 		return nil
 	})
 	if err != nil {
-		return st, fmt.Errorf("read the accounts' sweeps: %w", err)
+		return st, err
 	}
 	events, err := m.EventsStatus(ctx, now)
 	if err != nil {
@@ -131,4 +149,21 @@ func AccountVolumes(ctx context.Context, db interface {
 		return nil, fmt.Errorf("count the accounts' rows: %w", err)
 	}
 	return out, nil
+}
+
+// AccountVolume counts one account's rows ("" the platform's own), and
+// those created since since, as AccountVolumes does for every account, on
+// the account index. col must be found.
+func AccountVolume(ctx context.Context, db interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, col AccountColumn, account string, since time.Time) (Volume, error) {
+	v := Volume{Account: account}
+	if !col.Found {
+		return v, fmt.Errorf("count account %q's rows: payments has no account column", account)
+	}
+	err := db.QueryRow(ctx, accountSQL(queries.Get("account_volume"), col), pgx.StrictNamedArgs{"account": account, "since": since}).Scan(&v.Rows, &v.Recent)
+	if err != nil {
+		return v, fmt.Errorf("count account %q's rows: %w", account, err)
+	}
+	return v, nil
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"time"
@@ -101,22 +102,20 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	st, err := c.monitor.Status(ctx, c.clock.Now(), false, c.repairKind)
+	st, as, err := c.monitor.Figures(ctx, c.clock.Now(), false, c.repairKind, c.Accounts)
+	if errors.Is(err, ErrAccountsFigures) { // the platform's were read
+		c.logger.Warn("read the accounts' figures for metrics", "error", err)
+		err = nil
+	}
 	if err != nil {
 		c.logger.Warn("read reconciliation figures for metrics", "error", err)
 		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, 0)
 		return
 	}
-	if c.Accounts != "" { // Connect: the platform's lag is its worst account's
-		as, err := c.monitor.AccountsStatus(ctx, st.Now, c.Accounts)
-		if err != nil {
-			c.logger.Warn("read the accounts' figures for metrics", "error", err)
-		} else {
-			st.Lag, st.LagKnown = as.Lag, as.Accounts > 0
-			ch <- prometheus.MustNewConstMetric(c.accountsBehind, prometheus.GaugeValue, float64(as.Behind))
-			ch <- prometheus.MustNewConstMetric(c.accountsEventsAge, prometheus.GaugeValue, as.EventsWorstAge.Seconds())
-			ch <- prometheus.MustNewConstMetric(c.accountsEventsDelay, prometheus.GaugeValue, as.EventsWorstDelay.Seconds())
-		}
+	if as != nil {
+		ch <- prometheus.MustNewConstMetric(c.accountsBehind, prometheus.GaugeValue, float64(as.Behind))
+		ch <- prometheus.MustNewConstMetric(c.accountsEventsAge, prometheus.GaugeValue, as.EventsWorstAge.Seconds())
+		ch <- prometheus.MustNewConstMetric(c.accountsEventsDelay, prometheus.GaugeValue, as.EventsWorstDelay.Seconds())
 	}
 	g := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)

@@ -7,8 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/payrecon/payrecon/console"
 )
 
 // ConsoleSessions keeps the console's sessions in console_sessions
@@ -17,8 +15,6 @@ import (
 type ConsoleSessions struct {
 	pool *pgxpool.Pool
 }
-
-var _ console.SessionStore = (*ConsoleSessions)(nil)
 
 // NewConsoleSessions returns the session store on pool.
 func NewConsoleSessions(pool *pgxpool.Pool) *ConsoleSessions { return &ConsoleSessions{pool: pool} }

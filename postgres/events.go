@@ -54,6 +54,9 @@ type Events struct {
 	// account its payment's row records (Connect): one from another
 	// account is never applied and opens account_mismatch.
 	Accounts AccountColumn
+	// Sessions, when found, makes the checkout.session.* events apply to
+	// the row that records their session (matched by session id).
+	Sessions SessionColumn
 }
 
 // PayoutFunc queues the read of a payout that an event named, inside the
@@ -124,6 +127,9 @@ func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now ti
 	if mismatch, err := e.checkEventAccount(ctx, tx, ev, now, res); mismatch || err != nil {
 		return err
 	}
+	if ev.SessionID() != "" && slices.Contains(payrecon.SessionEventTypes, ev.Type) {
+		return e.applySession(ctx, tx, ev, now, res)
+	}
 	cmd, ok := payrecon.CommandForEvent(ev.Type)
 	if id := ev.PayoutID(); !ok && id != "" {
 		res.Outcome = payrecon.OutcomeIgnored
@@ -153,7 +159,7 @@ func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now ti
 		ar = r
 		res.Outcome, res.PaymentID = string(ar.Outcome), ar.PaymentID
 	} else {
-		r, err := e.hold(ctx, tx, ev, cmd, now, res)
+		r, err := e.hold(ctx, tx, ev, cmd, ev.IntentID(), func() (int64, string, bool, error) { return paymentOfEvent(ctx, tx, ev) }, now, res)
 		if err != nil {
 			return fmt.Errorf("hold event %s: %w", ev.ID, err)
 		}
@@ -184,12 +190,17 @@ func (e *Events) apply(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now ti
 // its repair command held for approval under review. The result is what
 // the writer would have returned, except for a payment it would have moved:
 // its Outcome is then empty, and res says held or not applied.
-func (e *Events) hold(ctx context.Context, tx pgx.Tx, ev payrecon.Event, cmd payrecon.Command, now time.Time, res *payrecon.EventResult) (ApplyResult, error) {
+//
+// find reads the event's payment and its status (found false when there is
+// none); intentID is the PaymentIntent the row records, which the held
+// command is judged for ("" for a session row).
+func (e *Events) hold(ctx context.Context, tx pgx.Tx, ev payrecon.Event, cmd payrecon.Command, intentID string,
+	find func() (int64, string, bool, error), now time.Time, res *payrecon.EventResult) (ApplyResult, error) {
 	t, ok := payrecon.TransitionFor(cmd)
 	if !ok {
 		return ApplyResult{}, fmt.Errorf("hold %q: %w", cmd, ErrUnknownCommand)
 	}
-	id, status, found, err := paymentOfEvent(ctx, tx, ev)
+	id, status, found, err := find()
 	if err != nil {
 		return ApplyResult{}, err
 	}
@@ -226,7 +237,7 @@ func (e *Events) hold(ctx context.Context, tx pgx.Tx, ev payrecon.Event, cmd pay
 	}
 	var findingID, outboxID *int64
 	if err := tx.QueryRow(ctx, queries.Get("open_repair"), pgx.StrictNamedArgs{
-		"payment_id": id, "intent_id": ev.IntentID(), "kind": string(d.Kind), "verdict": string(d.Verdict),
+		"payment_id": id, "intent_id": intentID, "kind": string(d.Kind), "verdict": string(d.Verdict),
 		"local_status": status, "external_status": string(observed), "command": command,
 		"reason": fmt.Sprintf("%s (%s %s, not applied: --repair-mode %s)", d.Reason, ev.Type, ev.ID, e.RepairMode),
 		"job":    string(e.source), "now": now,
@@ -335,4 +346,81 @@ func optionalTime(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// applySession applies a checkout.session.* event to the row that records
+// its session (the session column; without it, or with no such row, to the
+// row that records the session's PaymentIntent): through the canonical
+// writer by payment id, with the same transitions, dedupe (the event id was
+// claimed), ordering rules (the writer never moves a payment backwards) and
+// transition log as a payment_intent.* event, or held or not applied under
+// --repair-mode review or off. A session row that now accounts for the
+// session's PaymentIntent closes an open missing_locally finding of that
+// intent (its payment_intent.* events arrive first and found no row).
+func (e *Events) applySession(ctx context.Context, tx pgx.Tx, ev payrecon.Event, now time.Time, res *payrecon.EventResult) error {
+	cmd, ok := payrecon.CommandForSessionEvent(ev)
+	if !ok {
+		res.Outcome = payrecon.OutcomeIgnored // an asynchronous payment still processing
+		return nil
+	}
+	id, status, account, found, err := e.paymentOfSession(ctx, tx, ev.SessionID())
+	if err != nil {
+		return err
+	}
+	if found && e.Accounts.Found && account != ev.Account {
+		return e.accountMismatch(ctx, tx, ev, id, status, account, "", now, res)
+	}
+	ref, intentID := PaymentRef{ID: id}, ""
+	find := func() (int64, string, bool, error) { return id, status, found, nil }
+	if !found {
+		if ev.IntentID() == "" {
+			res.Outcome = string(payrecon.PaymentMissing)
+			return nil
+		}
+		// A row that records the session's PaymentIntent (and perhaps no
+		// session column at all): the intent's road.
+		ref, intentID = PaymentRef{IntentID: ev.IntentID()}, ev.IntentID()
+		find = func() (int64, string, bool, error) { return paymentOfEvent(ctx, tx, ev) }
+	}
+	if e.RepairMode.Applies() {
+		ar, err := e.writer.ApplyFrom(ctx, tx, cmd, ref, payrecon.Origin{Source: e.source, Ref: ev.ID})
+		if err != nil {
+			return fmt.Errorf("apply event %s: %w", ev.ID, err)
+		}
+		res.Outcome, res.PaymentID = string(ar.Outcome), ar.PaymentID
+	} else if _, err := e.hold(ctx, tx, ev, cmd, intentID, find, now, res); err != nil {
+		return fmt.Errorf("hold event %s: %w", ev.ID, err)
+	}
+	if found && ev.IntentID() != "" && ref.ID != 0 {
+		if _, err := tx.Exec(ctx, queries.Get("record_session_intents"), pgx.StrictNamedArgs{
+			"payment_ids": []int64{id}, "session_ids": []string{ev.SessionID()}, "intent_ids": []string{ev.IntentID()}, "now": now,
+		}); err != nil {
+			return fmt.Errorf("keep the intent of checkout session %s (event %s): %w", ev.SessionID(), ev.ID, err)
+		}
+		if _, err := tx.Exec(ctx, queries.Get("resolve_orphans"), pgx.StrictNamedArgs{
+			"intent_ids": []string{ev.IntentID()}, "now": now, "job": "webhook",
+			"kind": string(payrecon.KindMissingLocally), "resolution": string(payrecon.ResolvedLocalRowAppeared),
+		}); err != nil {
+			return fmt.Errorf("close missing_locally of %s (event %s): %w", ev.IntentID(), ev.ID, err)
+		}
+	}
+	return nil
+}
+
+// paymentOfSession reads the session row of a Checkout Session and its
+// status, without locking it; found is false when there is none (or no
+// session column).
+func (e *Events) paymentOfSession(ctx context.Context, tx pgx.Tx, sessionID string) (id int64, status, account string, found bool, err error) {
+	if !e.Sessions.Found {
+		return 0, "", "", false, nil
+	}
+	err = tx.QueryRow(ctx, accountSQL(sessionSQL(queries.Get("payment_status_by_session"), e.Sessions), e.Accounts),
+		pgx.StrictNamedArgs{"session_id": sessionID}).Scan(&id, &status, &account)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", "", false, nil
+	}
+	if err != nil {
+		return 0, "", "", false, fmt.Errorf("read the payment of checkout session %s: %w", sessionID, err)
+	}
+	return id, status, account, true, nil
 }

@@ -1,13 +1,9 @@
 package postgres_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +16,7 @@ import (
 	"github.com/payrecon/payrecon/internal/pgtest"
 	"github.com/payrecon/payrecon/internal/simtest"
 	"github.com/payrecon/payrecon/internal/testkit"
+	"github.com/payrecon/payrecon/internal/webhooktest"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/stripesim"
 )
@@ -29,15 +26,14 @@ import (
 // httpapi's own tests cover the handler without a database.
 
 const (
-	secret    = "whsec_test_current"
-	oldSecret = "whsec_test_previous"
+	secret    = webhooktest.Secret
+	oldSecret = webhooktest.OldSecret
 )
 
 type webhookBundle struct {
-	pool   *pgxpool.Pool
-	clock  *testkit.Clock
-	srv    *httptest.Server
-	client *http.Client
+	pool  *pgxpool.Pool
+	clock *testkit.Clock
+	srv   *webhooktest.Server
 }
 
 // setup serves the API on a real listener over a fresh database, with the
@@ -61,34 +57,12 @@ func setupWebhook(t *testing.T, secrets ...string) *webhookBundle {
 // serve starts a server for deps and a client of the test's own.
 func (b *webhookBundle) serve(t *testing.T, deps httpapi.Deps) {
 	t.Helper()
-	b.srv = httptest.NewServer(httpapi.NewServer(deps))
-	t.Cleanup(b.srv.Close)
-	tr := &http.Transport{MaxIdleConnsPerHost: 32}
-	t.Cleanup(tr.CloseIdleConnections)
-	b.client = &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	b.srv = webhooktest.Serve(t, httpapi.NewServer(deps))
 }
 
-// event renders a Stripe event about a PaymentIntent, with an API version
-// older than stripe-go's (any version must be accepted).
+// event renders a Stripe event about a PaymentIntent (webhooktest.Event).
 func event(id, typ, intentID string, status payrecon.StripeStatus, created time.Time) []byte {
-	b, err := json.Marshal(map[string]any{
-		"id":               id,
-		"object":           "event",
-		"api_version":      "2019-02-19",
-		"created":          created.Unix(),
-		"livemode":         false,
-		"pending_webhooks": 1,
-		"request":          map[string]any{"id": nil, "idempotency_key": nil},
-		"type":             typ,
-		"data": map[string]any{"object": map[string]any{
-			"id": intentID, "object": "payment_intent", "status": string(status),
-			"amount": 1000, "currency": "usd", "metadata": map[string]string{"order": "o1"},
-		}},
-	})
-	if err != nil {
-		panic(err)
-	}
-	return b
+	return webhooktest.Event(id, typ, intentID, status, created)
 }
 
 type response struct {
@@ -98,45 +72,21 @@ type response struct {
 
 func (r response) json(t *testing.T) map[string]any {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(r.body, &m); err != nil {
-		t.Fatalf("decode %q: %v", r.body, err)
-	}
-	return m
+	return webhooktest.JSON(t, r.body)
 }
 
 // post delivers payload with the given Stripe-Signature header ("" for none).
 func (b *webhookBundle) post(t *testing.T, payload []byte, sig string) response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, b.srv.URL+"/webhooks/stripe", bytes.NewReader(payload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	if sig != "" {
-		req.Header.Set("Stripe-Signature", sig)
-	}
-	return b.do(t, req)
+	status, body := b.srv.Post(t, payload, sig)
+	return response{status, body}
 }
 
 // deliver signs payload with secret at the clock's now and posts it.
 func (b *webhookBundle) deliver(t *testing.T, payload []byte) response {
 	t.Helper()
-	return b.post(t, payload, stripesim.SignatureHeader(payload, secret, b.clock.Now()))
-}
-
-func (b *webhookBundle) do(t *testing.T, req *http.Request) response {
-	t.Helper()
-	resp, err := b.client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{status: resp.StatusCode, body: body}
+	status, body := b.srv.Deliver(t, payload, b.clock.Now())
+	return response{status, body}
 }
 
 // insertPayments inserts one payment per intent id with the given status.
@@ -164,7 +114,7 @@ func (b *webhookBundle) payment(t *testing.T, intent string) payment {
 	return p
 }
 
-func intentID(n int) string { return fmt.Sprintf("pi_test_%04d", n) }
+func intentID(n int) string { return webhooktest.IntentID(n) }
 
 func TestWebhookAppliesEachHandledEvent(t *testing.T) {
 	t.Parallel()

@@ -14,58 +14,6 @@ import (
 	"github.com/payrecon/payrecon"
 )
 
-// Finding is one row of reconciliation_findings.
-type Finding struct {
-	ID             int64                `json:"id"`
-	PaymentID      *int64               `json:"payment_id"`
-	IntentID       string               `json:"stripe_payment_intent_id,omitempty"`
-	Kind           payrecon.Kind        `json:"kind"`
-	Verdict        payrecon.Verdict     `json:"verdict"`
-	LocalStatus    string               `json:"local_status"`
-	ExternalStatus string               `json:"external_status,omitempty"`
-	Reason         string               `json:"reason,omitempty"`
-	RepairCommand  payrecon.Command     `json:"repair_command,omitempty"`
-	RepairOutcome  string               `json:"repair_outcome,omitempty"`
-	Job            string               `json:"job,omitempty"`
-	DetectedAt     time.Time            `json:"detected_at"`
-	ResolvedAt     *time.Time           `json:"resolved_at,omitempty"`
-	Resolution     *payrecon.Resolution `json:"resolution,omitempty"`
-	ResolvedBy     string               `json:"resolved_by,omitempty"`
-	ResolutionNote string               `json:"resolution_note,omitempty"`
-	// Details is what Stripe returned when the finding was recorded (the
-	// intent's amount, amount_received, currency, its latest charge, and
-	// the local money compared), or nil.
-	Details *FindingDetails `json:"details,omitempty"`
-}
-
-// FindingDetails is a finding's details column as the sweep writes it.
-type FindingDetails struct {
-	Status         string         `json:"status,omitempty"`
-	Amount         int64          `json:"amount"`
-	AmountReceived int64          `json:"amount_received"`
-	Currency       string         `json:"currency"`
-	Charge         *ChargeDetails `json:"charge,omitempty"`
-	LocalAmount    *int64         `json:"local_amount,omitempty"`
-	LocalCurrency  string         `json:"local_currency,omitempty"`
-	// Settlement is what the payouts said, on a settlement finding.
-	Settlement *SettlementDetails `json:"settlement,omitempty"`
-}
-
-// ChargeDetails is the latest charge as a finding keeps it.
-type ChargeDetails struct {
-	ID             string    `json:"id"`
-	AmountCaptured int64     `json:"amount_captured"`
-	AmountRefunded int64     `json:"amount_refunded"`
-	Refunded       bool      `json:"refunded"`
-	Disputed       bool      `json:"disputed"`
-	Currency       string    `json:"currency"`
-	Created        time.Time `json:"created"`
-	ObservedAt     time.Time `json:"observed_at"`
-}
-
-// Open reports whether the finding is unresolved.
-func (f Finding) Open() bool { return f.ResolvedAt == nil }
-
 // FindingFilter selects findings. Zero fields do not filter.
 type FindingFilter struct {
 	Kinds    []payrecon.Kind
@@ -97,15 +45,17 @@ func NewFindings(pool *pgxpool.Pool, clock payrecon.Clock) *Findings {
 	return &Findings{pool: pool, clock: clock}
 }
 
-func scanFinding(row pgx.Row) (Finding, error) {
-	var f Finding
+// scanFinding scans a finding's columns, in the order every findings
+// query selects them (findings.sql, console_finding*.sql), then extra.
+func scanFinding(row pgx.Row, extra ...any) (payrecon.Finding, error) {
+	var f payrecon.Finding
 	var resolution *string
 	var details []byte
-	err := row.Scan(&f.ID, &f.PaymentID, &f.IntentID, &f.Kind, &f.Verdict, &f.LocalStatus, &f.ExternalStatus,
+	err := row.Scan(append([]any{&f.ID, &f.PaymentID, &f.IntentID, &f.OrderID, &f.Kind, &f.Verdict, &f.LocalStatus, &f.ExternalStatus,
 		&f.Reason, &f.RepairCommand, &f.RepairOutcome, &f.Job, &f.DetectedAt, &f.ResolvedAt, &resolution,
-		&f.ResolvedBy, &f.ResolutionNote, &details)
+		&f.ResolvedBy, &f.ResolutionNote, &details}, extra...)...)
 	if err == nil && len(details) > 0 {
-		var d FindingDetails
+		var d payrecon.FindingDetails
 		if json.Unmarshal(details, &d) == nil {
 			f.Details = &d
 		}
@@ -118,7 +68,7 @@ func scanFinding(row pgx.Row) (Finding, error) {
 }
 
 // List returns findings matching the filter, newest first.
-func (r *Findings) List(ctx context.Context, flt FindingFilter) ([]Finding, error) {
+func (r *Findings) List(ctx context.Context, flt FindingFilter) ([]payrecon.Finding, error) {
 	state := flt.State
 	switch state {
 	case "":
@@ -150,7 +100,7 @@ func (r *Findings) List(ctx context.Context, flt FindingFilter) ([]Finding, erro
 	if err != nil {
 		return nil, fmt.Errorf("list findings: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Finding, error) { return scanFinding(row) })
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (payrecon.Finding, error) { return scanFinding(row) })
 	if err != nil {
 		return nil, fmt.Errorf("list findings: %w", err)
 	}
@@ -158,7 +108,7 @@ func (r *Findings) List(ctx context.Context, flt FindingFilter) ([]Finding, erro
 }
 
 // Get returns one finding; payrecon.ErrNotFound when there is none.
-func (r *Findings) Get(ctx context.Context, id int64) (Finding, error) {
+func (r *Findings) Get(ctx context.Context, id int64) (payrecon.Finding, error) {
 	f, err := scanFinding(r.pool.QueryRow(ctx, queries.Get("findings"), pgx.StrictNamedArgs{
 		"id": id, "state": "all", "kinds": []string{}, "verdicts": []string{},
 		"before": nil, "after": nil, "payment_id": nil, "account": nil, "limit": 1,
@@ -175,28 +125,47 @@ func (r *Findings) Get(ctx context.Context, id int64) (Finding, error) {
 // ErrAlreadyResolved is returned when resolving a resolved finding.
 var ErrAlreadyResolved = errors.New("finding is already resolved")
 
-// Resolve closes a finding by hand, recording who and why.
-func (r *Findings) Resolve(ctx context.Context, id int64, by, note string) (Finding, error) {
-	if strings.TrimSpace(note) == "" {
-		return Finding{}, errors.New("resolving a finding needs a note saying why")
+// Resolve is a resolution by hand: who, why, and whether the console's
+// audit trail records it.
+type Resolve struct {
+	ID   int64
+	By   string
+	Note string
+	// Audit records the action in console_audit (action ConsoleActionResolve)
+	// in the same statement that closes the finding.
+	Audit bool
+}
+
+// Resolve closes an open finding by hand, recording who and why (and, with
+// res.Audit, the audit entry), in one statement. A finding that does not
+// exist is payrecon.ErrNotFound; one already resolved ErrAlreadyResolved.
+func (r *Findings) Resolve(ctx context.Context, res Resolve) (payrecon.Finding, error) {
+	if strings.TrimSpace(res.Note) == "" {
+		return payrecon.Finding{}, errors.New("resolving a finding needs a note saying why")
 	}
-	if strings.TrimSpace(by) == "" {
-		return Finding{}, errors.New("resolving a finding needs to say who resolves it")
+	if strings.TrimSpace(res.By) == "" {
+		return payrecon.Finding{}, errors.New("resolving a finding needs to say who resolves it")
 	}
-	tag, err := r.pool.Exec(ctx, queries.Get("resolve_finding"), pgx.StrictNamedArgs{
-		"id": id, "now": r.clock.Now(), "resolution": string(payrecon.ResolvedOperator), "by": by, "note": note,
-	})
+	var id int64
+	err := r.pool.QueryRow(ctx, queries.Get("resolve_finding"), pgx.StrictNamedArgs{
+		"id": res.ID, "now": r.clock.Now(), "resolution": string(payrecon.ResolvedOperator), "by": res.By, "note": res.Note,
+		"audit": res.Audit, "action": ConsoleActionResolve, "outcome": "resolved",
+	}).Scan(&id)
+	resolved := true
+	if errors.Is(err, pgx.ErrNoRows) {
+		resolved, err = false, nil
+	}
 	if err != nil {
-		return Finding{}, fmt.Errorf("resolve finding %d: %w", id, err)
+		return payrecon.Finding{}, fmt.Errorf("resolve finding %d: %w", res.ID, err)
 	}
-	f, err := r.Get(ctx, id)
+	got, err := r.Get(ctx, res.ID)
 	if err != nil {
-		return f, err
+		return got, err
 	}
-	if tag.RowsAffected() == 0 {
-		return f, fmt.Errorf("resolve finding %d: %w (%s by %s)", id, ErrAlreadyResolved, deref(f.Resolution), f.ResolvedBy)
+	if !resolved {
+		return got, fmt.Errorf("resolve finding %d: %w (%s by %s)", res.ID, ErrAlreadyResolved, deref(got.Resolution), got.ResolvedBy)
 	}
-	return f, nil
+	return got, nil
 }
 
 func deref(r *payrecon.Resolution) string {
@@ -206,22 +175,9 @@ func deref(r *payrecon.Resolution) string {
 	return string(*r)
 }
 
-// PaymentDetail is a payments row as `findings show` prints it.
-type PaymentDetail struct {
-	ID               int64      `json:"id"`
-	OrderID          string     `json:"order_id"`
-	IntentID         string     `json:"stripe_payment_intent_id"`
-	Status           string     `json:"status"`
-	Version          int64      `json:"version"`
-	CreatedAt        time.Time  `json:"created_at"`
-	UpdatedAt        time.Time  `json:"updated_at"`
-	ObservedStatus   string     `json:"observed_external_status,omitempty"`
-	LastReconciledAt *time.Time `json:"last_reconciled_at,omitempty"`
-}
-
 // Payment reads one payment; payrecon.ErrNotFound when there is none.
-func (r *Findings) Payment(ctx context.Context, id int64) (PaymentDetail, error) {
-	var p PaymentDetail
+func (r *Findings) Payment(ctx context.Context, id int64) (payrecon.Payment, error) {
+	var p payrecon.Payment
 	err := r.pool.QueryRow(ctx, queries.Get("payment_detail"), pgx.StrictNamedArgs{"id": id}).
 		Scan(&p.ID, &p.OrderID, &p.IntentID, &p.Status, &p.Version, &p.CreatedAt, &p.UpdatedAt, &p.ObservedStatus, &p.LastReconciledAt)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -231,6 +187,19 @@ func (r *Findings) Payment(ctx context.Context, id int64) (PaymentDetail, error)
 		return p, fmt.Errorf("payment %d: %w", id, err)
 	}
 	return p, nil
+}
+
+// PaymentSession returns the Checkout Session payment id records, "" when
+// it records none or payments has no session column (col not found).
+func (r *Findings) PaymentSession(ctx context.Context, col SessionColumn, id int64) (string, error) {
+	if !col.Found {
+		return "", nil
+	}
+	var s string
+	if err := r.pool.QueryRow(ctx, sessionSQL(queries.Get("payment_session"), col), pgx.StrictNamedArgs{"id": id}).Scan(&s); err != nil {
+		return "", fmt.Errorf("the checkout session of payment %d: %w", id, err)
+	}
+	return s, nil
 }
 
 // RepairCommandFor returns the outbox id of the repair command queued with
@@ -256,7 +225,7 @@ func (s *Store) SweepRow(ctx context.Context, id int64) (payrecon.PaymentRow, er
 		currency *string
 	)
 	err := s.pool.QueryRow(ctx, s.read("sweep_row"), pgx.StrictNamedArgs{"id": id}).
-		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency, &r.Account)
+		Scan(&r.ID, &r.IntentID, &status, &r.Version, &r.CreatedAt, &r.UpdatedAt, &amount, &currency, &r.Account, &r.SessionID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("payment %d: %w", id, payrecon.ErrNotFound)
 	}

@@ -33,7 +33,7 @@ func (r *Findings) Transitions(ctx context.Context, paymentID int64, limit int) 
 // LookupPayment finds the payment an operator names by id, order id or
 // PaymentIntent id. None is payrecon.ErrNotFound; several (an id that is
 // also another payment's order id) is an error listing them.
-func (r *Findings) LookupPayment(ctx context.Context, q string) (PaymentDetail, error) {
+func (r *Findings) LookupPayment(ctx context.Context, q string) (payrecon.Payment, error) {
 	q = strings.TrimSpace(q)
 	var id *int64
 	if n, err := strconv.ParseInt(q, 10, 64); err == nil {
@@ -41,19 +41,19 @@ func (r *Findings) LookupPayment(ctx context.Context, q string) (PaymentDetail, 
 	}
 	rows, err := r.pool.Query(ctx, queries.Get("payment_lookup"), pgx.StrictNamedArgs{"id": id, "q": q})
 	if err != nil {
-		return PaymentDetail{}, fmt.Errorf("look up payment %q: %w", q, err)
+		return payrecon.Payment{}, fmt.Errorf("look up payment %q: %w", q, err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil {
-		return PaymentDetail{}, fmt.Errorf("look up payment %q: %w", q, err)
+		return payrecon.Payment{}, fmt.Errorf("look up payment %q: %w", q, err)
 	}
 	switch len(ids) {
 	case 0:
-		return PaymentDetail{}, fmt.Errorf("no payment has id, order id or PaymentIntent id %q: %w", q, payrecon.ErrNotFound)
+		return payrecon.Payment{}, fmt.Errorf("no payment has id, order id or PaymentIntent id %q: %w", q, payrecon.ErrNotFound)
 	case 1:
 		return r.Payment(ctx, ids[0])
 	}
-	return PaymentDetail{}, fmt.Errorf("%q names several payments (%v): give the payment id", q, ids)
+	return payrecon.Payment{}, fmt.Errorf("%q names several payments (%v): give the payment id", q, ids)
 }
 
 // RepairCommand is a repair command of a payment, as `payments show`

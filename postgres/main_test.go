@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.uber.org/goleak"
 
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/internal/pgtest"
 )
 
-// TestMain builds the examples' database first and drops it afterwards.
+// TestMain builds the examples' database first and drops it afterwards,
+// then checks that no test left a goroutine running (goleak).
 func TestMain(m *testing.M) {
 	drop, err := exampleFixture()
 	if err != nil {
@@ -23,6 +25,15 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if err := drop(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
+	}
+	if code == 0 {
+		if err := goleak.Find(
+			// pgx pools of finished tests close their connections asynchronously.
+			goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"),
+		); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

@@ -233,36 +233,22 @@ func (p *Payouts) SettlementInputs(ctx context.Context, sc payrecon.SettlementSc
 	return nil
 }
 
-// SettlementDetails is what a settlement finding keeps of the payouts: the
-// payout of the payment's first charge line, its arrival date, and what
-// the payment's lines add up to (minor units).
-type SettlementDetails struct {
-	PayoutID    string     `json:"payout_id,omitempty"`
-	ArrivalDate *time.Time `json:"arrival_date,omitempty"`
-	Gross       int64      `json:"gross"`
-	Fee         int64      `json:"fee"`
-	Net         int64      `json:"net"`
-	Kept        int64      `json:"kept"`
-	Currency    string     `json:"currency,omitempty"`
-	Charges     int        `json:"charge_lines"`
-}
-
 // judgmentRow is one element of settlement_commit.sql's @judgments.
 type judgmentRow struct {
-	IntentID    string           `json:"intent_id"`
-	PaymentID   *int64           `json:"payment_id"`
-	LocalStatus *string          `json:"local_status"`
-	Drifts      []payrecon.Drift `json:"drifts"`
-	Judged      []payrecon.Kind  `json:"judged"`
-	Details     *FindingDetails  `json:"details"`
+	IntentID    string                   `json:"intent_id"`
+	PaymentID   *int64                   `json:"payment_id"`
+	LocalStatus *string                  `json:"local_status"`
+	Drifts      []payrecon.Drift         `json:"drifts"`
+	Judged      []payrecon.Kind          `json:"judged"`
+	Details     *payrecon.FindingDetails `json:"details"`
 }
 
 // settlementDetails builds a settlement finding's details: the settled
 // money (with the gross as the amount at stake), or for a payment in no
 // payout its own amount.
-func settlementDetails(in payrecon.SettlementInput) *FindingDetails {
+func settlementDetails(in payrecon.SettlementInput) *payrecon.FindingDetails {
 	s := in.Settled
-	d := &FindingDetails{Amount: s.Gross, Currency: s.Currency, Settlement: &SettlementDetails{
+	d := &payrecon.FindingDetails{Amount: s.Gross, Currency: s.Currency, Settlement: &payrecon.SettlementDetails{
 		PayoutID: s.PayoutID, ArrivalDate: optionalTime(s.ArrivalDate), Gross: s.Gross, Fee: s.Fee, Net: s.Net, Kept: s.Kept,
 		Currency: s.Currency, Charges: s.Charges}}
 	if l := in.Local; l != nil {

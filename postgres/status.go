@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -100,6 +101,28 @@ type JobStatus struct {
 	// re-verifies only the rows created within its window, so Progress
 	// and Projection, which are about the whole table, are left out.
 	Recent bool `json:"recent,omitempty"`
+}
+
+// ErrAccountsFigures: Figures read the platform's figures (returned) but
+// not its accounts'.
+var ErrAccountsFigures = errors.New("the accounts' figures were not read")
+
+// Figures reads the figures every reader shows (`payrecon status`, the
+// console's overview, the metrics): Status, and with accounts (the base
+// sweep job of a platform's accounts, Connect) the accounts' figures, the
+// platform's lag then being its worst account's. It is the one place that
+// rule is applied.
+func (m *Monitor) Figures(ctx context.Context, now time.Time, exact bool, repairKind, accounts string) (Status, *AccountsStatus, error) {
+	st, err := m.Status(ctx, now, exact, repairKind)
+	if err != nil || accounts == "" {
+		return st, nil, err
+	}
+	as, err := m.AccountsStatus(ctx, st.Now, accounts)
+	if err != nil {
+		return st, nil, fmt.Errorf("%w: %w", ErrAccountsFigures, err)
+	}
+	st.Lag, st.LagKnown = as.Lag, as.Accounts > 0
+	return st, &as, nil
 }
 
 // Status reads the figures. With exact, the row count is count(*) (a scan

@@ -44,6 +44,9 @@ type Store struct {
 	// (ForAccount).
 	accounts *AccountColumn
 	account  string
+	// sessions, when set, names the Checkout Session column the read
+	// queries return with each row (WithSessionColumn).
+	sessions *SessionColumn
 }
 
 var _ payrecon.SweepStore = (*Store)(nil)
@@ -95,8 +98,9 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 				updated   *time.Time
 				amount    *int64
 				currency  *string
+				session   *string
 			)
-			if err := rs.Scan(&cur.LastID, &cur.CycleStartedAt, &completed, &id, &intent, &status, &version, &created, &updated, &amount, &currency); err != nil {
+			if err := rs.Scan(&cur.LastID, &cur.CycleStartedAt, &completed, &id, &intent, &status, &version, &created, &updated, &amount, &currency, &session); err != nil {
 				return err
 			}
 			found = true
@@ -110,7 +114,8 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 			// (or view): a NULL intent id becomes "" (an invalid_local_row
 			// finding), never a nil dereference.
 			rows = append(rows, payrecon.PaymentRow{ID: *id, IntentID: orZero(intent), Status: payrecon.LocalStatus(orZero(status)),
-				Version: orZero(version), CreatedAt: orZero(created), UpdatedAt: orZero(updated), Money: s.localMoney(amount, currency)})
+				Version: orZero(version), CreatedAt: orZero(created), UpdatedAt: orZero(updated), Money: s.localMoney(amount, currency),
+				SessionID: orZero(session)})
 		}
 		return rs.Err()
 	})
@@ -125,7 +130,7 @@ func (s *Store) ReadBatch(ctx context.Context, job string, limit, recheckLimit i
 					amount           *int64
 					currency         *string
 				)
-				if err := rs.Scan(&r.ID, &intent, &status, &version, &created, &updated, &r.Rechecks, &amount, &currency); err != nil {
+				if err := rs.Scan(&r.ID, &intent, &status, &version, &created, &updated, &r.Rechecks, &amount, &currency, &r.SessionID); err != nil {
 					return err
 				}
 				r.IntentID, r.Status, r.Version = orZero(intent), payrecon.LocalStatus(orZero(status)), orZero(version)
@@ -213,6 +218,11 @@ func (s *Store) CommitBatch(ctx context.Context, c payrecon.BatchCommit) (payrec
 			b.Queue(queries.Get("record_verified_range"), pgx.StrictNamedArgs{
 				"job": c.Job, "lo": rng.lo, "hi": rng.hi, "read_min": rng.readMin, "read_max": rng.readMax,
 				"row_count": rng.rows, "prune_before": rng.pruneBefore, "range_account": s.rangeAccount(),
+			})
+		}
+		if ids, sessions, intents := sessionIntents(c.Checks); len(ids) > 0 {
+			b.Queue(queries.Get("record_session_intents"), pgx.StrictNamedArgs{
+				"payment_ids": ids, "session_ids": sessions, "intent_ids": intents, "now": c.Now,
 			})
 		}
 		if invalid := invalidRows(c.Checks); len(invalid) > 0 {
@@ -337,6 +347,7 @@ type checkRow struct {
 	Always        bool       `json:"always"`
 	Version       int64      `json:"version"`
 	IntentID      string     `json:"intent_id"`
+	SessionID     string     `json:"session_id,omitempty"`
 	LocalStatus   string     `json:"local_status"`
 	UpdatedAt     *time.Time `json:"updated_at"`
 	ReadAt        *time.Time `json:"read_at"`
@@ -349,28 +360,42 @@ type checkRow struct {
 	RecheckAt     *time.Time `json:"recheck_at,omitempty"`
 	RecheckReason *string    `json:"recheck_reason,omitempty"`
 	Err           *string    `json:"err,omitempty"`
-	// Details is what Stripe returned (FindingDetails), kept with the
+	// Details is what Stripe returned (payrecon.FindingDetails), kept with the
 	// findings the row opens. Fields left out are NULL to the statement
 	// (booleans are never left out: a NULL would poison its conditions).
-	Details *FindingDetails  `json:"details,omitempty"`
-	Drifts  []payrecon.Drift `json:"drifts,omitempty"`
-	Judged  []payrecon.Kind  `json:"judged,omitempty"`
+	Details *payrecon.FindingDetails `json:"details,omitempty"`
+	Drifts  []payrecon.Drift         `json:"drifts,omitempty"`
+	Judged  []payrecon.Kind          `json:"judged,omitempty"`
 }
 
 // detailsOf builds a finding's details from what Stripe returned for the
 // row; nil when nothing was read.
-func detailsOf(in *payrecon.Intent, money *payrecon.LocalMoney, now time.Time) *FindingDetails {
+func detailsOf(in *payrecon.Intent, money *payrecon.LocalMoney, now time.Time) *payrecon.FindingDetails {
 	if in == nil {
 		return nil
 	}
-	d := &FindingDetails{Status: string(in.Status), Amount: in.Amount, AmountReceived: in.AmountReceived, Currency: in.Currency}
+	d := &payrecon.FindingDetails{Status: string(in.Status), Amount: in.Amount, AmountReceived: in.AmountReceived, Currency: in.Currency}
 	if c := in.LatestCharge; c.Expanded() {
-		d.Charge = &ChargeDetails{ID: c.ID, AmountCaptured: c.AmountCaptured, AmountRefunded: c.AmountRefunded,
+		d.Charge = &payrecon.ChargeDetails{ID: c.ID, AmountCaptured: c.AmountCaptured, AmountRefunded: c.AmountRefunded,
 			Refunded: c.Refunded, Disputed: c.Disputed, Currency: c.Currency, Created: c.Created, ObservedAt: now}
 	}
 	if money != nil {
 		d.LocalAmount, d.LocalCurrency = money.Amount, money.Currency
 	}
+	return d
+}
+
+// sessionDetails adds what a session row's Checkout Session showed to a
+// finding's details: the session, its status, and the PaymentIntent it
+// names that the row does not record.
+func sessionDetails(d *payrecon.FindingDetails, s *payrecon.Session) *payrecon.FindingDetails {
+	if d == nil {
+		d = &payrecon.FindingDetails{}
+	}
+	d.CheckoutSession = s.ID
+	d.SessionStatus = string(s.Status)
+	d.SessionPaymentStatus = s.PaymentStatus
+	d.SessionIntent = s.PaymentIntentID
 	return d
 }
 
@@ -395,7 +420,7 @@ func checkRows(checks []payrecon.Check, now time.Time, advance, queue bool) ([]c
 			return nil, nil, fmt.Errorf("payment %d: Stripe was read but the check carries no read time", ch.Row.ID)
 		}
 		rows[i] = checkRow{
-			PaymentID: ch.Row.ID, Always: ch.Row.FromRecheck || !advance, Version: ch.Row.Version, IntentID: ch.Row.IntentID,
+			PaymentID: ch.Row.ID, Always: ch.Row.FromRecheck || !advance, Version: ch.Row.Version, IntentID: ch.Row.IntentID, SessionID: ch.Row.SessionID,
 			LocalStatus: string(ch.Row.Status), Observed: optional(string(ch.Observed)),
 			Verdict: string(ch.Decision.Verdict), Kind: optional(string(ch.Decision.Kind)),
 			Command: optional(string(ch.Decision.Command)),
@@ -411,6 +436,9 @@ func checkRows(checks []payrecon.Check, now time.Time, advance, queue bool) ([]c
 		}
 		if ch.Decision.Kind != "" || len(ch.Drifts) > 0 || slices.Contains(payrecon.StuckStatuses, ch.Observed) {
 			rows[i].Details = detailsOf(ch.Intent, ch.Row.Money, now)
+			if ch.Session != nil {
+				rows[i].Details = sessionDetails(rows[i].Details, ch.Session)
+			}
 		}
 		if !queue {
 			rows[i].Command = nil
@@ -428,6 +456,11 @@ func checkRows(checks []payrecon.Check, now time.Time, advance, queue bool) ([]c
 			rows[i].ReadAt = &r
 		}
 		intents[i] = ch.Row.IntentID
+		if ch.Row.IntentID == "" && ch.Session != nil && ch.Session.PaymentIntentID != "" {
+			// A session row now accounts for its session's PaymentIntent:
+			// a missing_locally finding about that intent is closed.
+			intents[i] = ch.Session.PaymentIntentID
+		}
 	}
 	return rows, intents, nil
 }
@@ -513,6 +546,17 @@ func (s *Store) NextRecheck(ctx context.Context, job, reason string) (time.Time,
 		return time.Time{}, nil
 	}
 	return *due, nil
+}
+
+// sessionIntents lists the session rows whose Checkout Session named a
+// PaymentIntent, with the session and the intent (record_session_intents.sql).
+func sessionIntents(checks []payrecon.Check) (ids []int64, sessions, intents []string) {
+	for _, ch := range checks {
+		if s := ch.Session; s != nil && s.PaymentIntentID != "" && ch.Row.IntentID == "" {
+			ids, sessions, intents = append(ids, ch.Row.ID), append(sessions, s.ID), append(intents, s.PaymentIntentID)
+		}
+	}
+	return ids, sessions, intents
 }
 
 // invalidRows lists the payments of the checks decided invalid_local_row

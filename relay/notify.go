@@ -63,6 +63,10 @@ type NotifyConfig struct {
 	// RetryMax caps the wait between two attempts (2^attempt seconds, with
 	// ±10 % jitter, at most this); default NotifyRetryMaxDefault.
 	RetryMax time.Duration
+	// Jitter draws the retry's jitter, uniform in [0, 1); default
+	// math/rand's. Tests inject their own, as they inject the relay's Clock,
+	// which dates the retries.
+	Jitter func() float64
 	// Client sends the requests; default an http.Client without its own
 	// timeout (each attempt has Timeout) that keeps a connection per worker
 	// open to the receiver (the standard transport keeps only two). Whatever
@@ -85,6 +89,9 @@ func (c NotifyConfig) withDefaults() NotifyConfig {
 	}
 	if c.RetryMax == 0 {
 		c.RetryMax = NotifyRetryMaxDefault
+	}
+	if c.Jitter == nil {
+		c.Jitter = rand.Float64 //nolint:gosec // jitter, not security
 	}
 	if c.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -182,15 +189,18 @@ func (w *notifyWorker) Timeout(*river.Job[NotifyArgs]) time.Duration {
 // NextRetry implements river.Worker: 2^attempt seconds, ±10 %, capped at
 // NotifyConfig.RetryMax.
 func (w *notifyWorker) NextRetry(job *river.Job[NotifyArgs]) time.Time {
-	return time.Now().Add(notifyBackoff(job.Attempt, w.relay.cfg.Notify.RetryMax))
+	n := w.relay.cfg.Notify
+	return w.relay.cfg.Clock.Now().Add(notifyBackoff(job.Attempt, n.RetryMax, n.Jitter()))
 }
 
-func notifyBackoff(attempt int, maxWait time.Duration) time.Duration {
+// notifyBackoff is the wait before attempt+1: 2^attempt seconds, at most
+// maxWait, scaled by 0.9 + 0.2 × jitter (jitter in [0, 1)).
+func notifyBackoff(attempt int, maxWait time.Duration, jitter float64) time.Duration {
 	d := maxWait
 	if attempt < 40 {
 		d = min(time.Duration(1<<attempt)*time.Second, maxWait)
 	}
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64())) //nolint:gosec // jitter, not security
+	return time.Duration(float64(d) * (0.9 + 0.2*jitter))
 }
 
 // Work delivers the notification. A 2xx answer acknowledges it; anything
@@ -212,19 +222,20 @@ func (w *notifyWorker) Work(ctx context.Context, job *river.Job[NotifyArgs]) err
 	if earlier > 0 {
 		wait := time.Minute
 		if due != nil {
-			wait = min(max(time.Until(*due), 0)+200*time.Millisecond, time.Minute)
+			wait = min(max(due.Sub(r.cfg.Clock.Now()), 0)+200*time.Millisecond, time.Minute)
 		}
 		r.metric.notified.WithLabelValues("waiting").Inc()
 		r.log.Debug("relay: notification waits for an earlier transition", slog.Int64("transition_id", a.TransitionID),
 			slog.Int64("payment_id", a.PaymentID), slog.Int64("version", a.Version), slog.Duration("wait", wait))
 		return river.JobSnooze(wait)
 	}
-	start := time.Now()
+	start := r.cfg.Clock.Now()
 	err = r.post(ctx, n)
 	if err == nil {
+		end := r.cfg.Clock.Now()
 		r.metric.notified.WithLabelValues("delivered").Inc()
-		r.metric.notifyDelay.Observe(time.Since(n.OccurredAt).Seconds())
-		r.metric.notifyPost.Observe(time.Since(start).Seconds())
+		r.metric.notifyDelay.Observe(end.Sub(n.OccurredAt).Seconds())
+		r.metric.notifyPost.Observe(end.Sub(start).Seconds())
 		r.log.Debug("relay: notified", slog.Int64("transition_id", n.ID), slog.Int64("payment_id", n.PaymentID))
 		return nil
 	}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/action"
 	"github.com/payrecon/payrecon/console"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
@@ -19,6 +20,10 @@ import (
 
 // AdminAddrDefault is the admin listener's default address: loopback only.
 const AdminAddrDefault = "127.0.0.1:8081"
+
+// HTTPAddrDefault is the public listener's default address (the webhook
+// and health): loopback only.
+const HTTPAddrDefault = "127.0.0.1:8080"
 
 // NotifyKind is River's job kind of application notifications
 // (relay.NotifyKind); the console counts its backlog and dead letters.
@@ -69,12 +74,24 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// The console reads through postgres; postgres imports only the read
+// models (package readmodel), never the console.
+var (
+	_ console.ReadModel      = (*postgres.ConsoleReader)(nil)
+	_ console.SampleStore    = (*postgres.ConsoleReader)(nil)
+	_ console.SessionStore   = (*postgres.ConsoleSessions)(nil)
+	_ console.AccountsReader = (*postgres.ConsoleAccounts)(nil)
+)
+
 // newConsole builds the console on the service's parts: the read model on
-// the pool, actions through the same code paths as the CLI (findings
-// resolve, findings recheck, relay --retry), Stripe's health from the
-// limiter and the metrics.
-func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*console.Console, *console.Sampler, error) {
-	reader := postgres.NewConsoleReader(pool, postgres.ConsoleConfig{RepairKind: relay.Kind, NotifyKind: NotifyKind, Clock: s.cfg.Clock})
+// the pool, the finding actions the CLI uses too (package action), Stripe's
+// health from the limiter and the metrics.
+func (s *Service) newConsole(pool *pgxpool.Pool, actions *action.Actions) (*console.Console, *console.Sampler, error) {
+	rc := postgres.ConsoleConfig{RepairKind: relay.Kind, NotifyKind: NotifyKind, Clock: s.cfg.Clock, Accounts: s.cfg.Accounts}
+	if s.cfg.Accounts.Found {
+		rc.AccountsJob = cmp.Or(s.cfg.Sweep.Job, sweep.DefaultJob)
+	}
+	reader := postgres.NewConsoleReader(pool, rc)
 	cc := s.cfg.Console
 	cc.Password = s.cfg.ConsolePassword
 	cc.Read = reader
@@ -82,15 +99,15 @@ func (s *Service) newConsole(pool *pgxpool.Pool, recheck *sweep.Sweeper) (*conso
 		cc.Payouts = postgres.NewPayouts(pool)
 	}
 	cc.Sessions = postgres.NewConsoleSessions(pool)
-	cc.Actions = &consoleActions{
-		audit:    postgres.NewConsoleAudit(pool, s.cfg.Clock),
-		findings: postgres.NewFindings(pool, s.cfg.Clock),
-		store:    postgres.NewStore(pool).ForAccount(s.cfg.Accounts, ""),
-		sweeper:  recheck,
-		gateway:  s.gateway,
-		relay:    s.relay,
-		account:  s.accountRecheck,
+	if s.cfg.Accounts.Found { // a platform on Connect: the Accounts pages
+		minCycle := s.cfg.Sweep.MinCycle
+		if minCycle == 0 {
+			minCycle = sweep.DefaultConfig().MinCycle
+		}
+		cc.Accounts = postgres.NewConsoleAccounts(pool, s.cfg.Accounts, cmp.Or(s.cfg.Sweep.Job, sweep.DefaultJob)).
+			WithAllocation(cmp.Or(s.cfg.Sweep.Mode, sweep.DefaultConfig().Mode).ReadsPerRow(), max(minCycle, 0), s.cfg.MinCycles)
 	}
+	cc.Actions = &consoleActions{actions: actions}
 	cc.Logger = s.cfg.Logger.With("component", "console")
 	cc.Clock = s.cfg.Clock
 	cc.StripeHealthFunc = s.stripeHealth
@@ -124,136 +141,43 @@ func (s *Service) stripeHealth() console.StripeHealth {
 	return h
 }
 
-// consoleActions are the console's actions, each recorded in the audit
-// trail with the operator's name.
+// consoleActions are the console's actions: the finding actions the CLI
+// uses too (package action), each audited with the operator's name, put in
+// words.
 type consoleActions struct {
-	audit    *postgres.ConsoleAudit
-	findings *postgres.Findings
-	store    *postgres.Store
-	sweeper  *sweep.Sweeper
-	gateway  payrecon.Gateway
-	relay    *relay.Relay
-	// account, when set, returns the sweeper that rechecks a connected
-	// account's row (its Stripe-Account, its job).
-	account func(account string) *sweep.Sweeper
+	actions *action.Actions
 }
 
 // Resolve closes the finding and records the action in one statement.
 func (a *consoleActions) Resolve(ctx context.Context, findingID int64, operator, note string) error {
-	return a.audit.Resolve(ctx, findingID, operator, note)
+	_, err := a.actions.Resolve(ctx, findingID, action.By{Operator: operator, Audit: true}, note)
+	return err
 }
 
 // Recheck is `payrecon findings recheck`: Stripe is asked now, through the
-// sweep's own Recheck, and the finding heals, is superseded or stays.
+// sweep's own Recheck on the sweep's own (money-aware) store, and the
+// finding heals, is superseded or stays.
 func (a *consoleActions) Recheck(ctx context.Context, findingID int64, operator string) (string, error) {
-	f, err := a.findings.Get(ctx, findingID)
+	r, err := a.actions.Recheck(ctx, findingID, action.By{Operator: operator, Audit: true})
 	if err != nil {
 		return "", err
 	}
-	msg, err := a.recheck(ctx, f)
-	outcome := msg
-	if err != nil {
-		outcome = "failed: " + err.Error()
-	}
-	if rerr := a.audit.Record(ctx, console.AuditEntry{Operator: operator, Action: postgres.ConsoleActionRecheck,
-		FindingID: findingID, Outcome: outcome}); rerr != nil {
-		return msg, errors.Join(err, rerr)
-	}
-	return msg, err
-}
-
-func (a *consoleActions) recheck(ctx context.Context, f postgres.Finding) (string, error) {
-	paymentID := int64(0)
-	if f.PaymentID != nil {
-		paymentID = *f.PaymentID
-	} else {
-		id, err := a.audit.PaymentOfIntent(ctx, f.IntentID)
-		if err != nil {
-			return "", err
-		}
-		paymentID = id
-	}
-	if paymentID == 0 { // missing_locally, still no local row: what does Stripe say now?
-		in, err := a.gateway.RetrieveIntent(ctx, f.IntentID)
-		status := string(in.Status)
-		if errors.Is(err, payrecon.ErrNotFound) {
-			status, err = "no such PaymentIntent", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("Stripe says %s; PaymentIntent %s still has no local row, so finding %d stays open.", status, f.IntentID, f.ID), nil
-	}
-	row, err := a.store.SweepRow(ctx, paymentID)
-	if err != nil {
-		return "", err
-	}
-	sw := a.sweeper
-	if row.Account != "" && a.account != nil {
-		sw = a.account(row.Account)
-	}
-	_, checks, err := sw.Recheck(ctx, []payrecon.PaymentRow{row})
-	if err != nil {
-		return "", err
-	}
-	after, err := a.findings.Get(ctx, f.ID)
-	if err != nil {
-		return "", err
-	}
-	ch := checks[0]
-	observed := string(ch.Observed)
-	if observed == "" {
-		observed = "(not read)"
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Payment %d: local %s, Stripe %s → %s", row.ID, row.Status, observed, ch.Decision.Verdict)
-	if ch.Decision.Kind != "" {
-		fmt.Fprintf(&b, " (%s)", ch.Decision.Kind)
-	}
-	if after.Open() {
-		fmt.Fprintf(&b, "; finding %d stays open.", f.ID)
-	} else {
-		fmt.Fprintf(&b, "; finding %d resolved: %s.", f.ID, *after.Resolution)
-	}
-	return b.String(), nil
+	return r.String(), nil
 }
 
 // RetryDeadLetter is `payrecon relay --retry`.
 func (a *consoleActions) RetryDeadLetter(ctx context.Context, jobID int64, operator string) (string, error) {
-	findingID, ferr := a.audit.FindingOfJob(ctx, jobID)
-	job, err := a.relay.Retry(ctx, jobID)
-	msg, outcome := "", ""
-	if err == nil {
-		msg = fmt.Sprintf("Repair job %d retried: %s, attempt %d of %d.", jobID, job.State, job.Attempt, job.MaxAttempts)
-		outcome = msg
-	} else {
-		outcome = "refused: " + err.Error()
+	job, err := a.actions.RetryDeadLetter(ctx, jobID, action.By{Operator: operator, Audit: true})
+	if err != nil {
+		return "", err
 	}
-	rerr := a.audit.Record(ctx, console.AuditEntry{Operator: operator, Action: postgres.ConsoleActionRetry,
-		FindingID: findingID, JobID: jobID, Outcome: outcome})
-	return msg, errors.Join(err, ferr, rerr)
+	return fmt.Sprintf("Repair job %d retried: %s, attempt %d of %d.", jobID, job.State, job.Attempt, job.MaxAttempts), nil
 }
 
 // ApproveRepairs is `payrecon repairs approve`: each command settled is
 // recorded in the audit trail with the operator, approved or dropped.
 func (a *consoleActions) ApproveRepairs(ctx context.Context, outboxIDs []int64, all bool, operator string) (string, error) {
-	rep, err := a.relay.Approve(ctx, outboxIDs, all, operator)
-	var errs []error
-	if err != nil {
-		errs = append(errs, err)
-	}
-	record := func(s relay.Settled, outcome string) {
-		if rerr := a.audit.Record(ctx, console.AuditEntry{Operator: operator, Action: postgres.ConsoleActionApprove,
-			FindingID: s.FindingID, JobID: s.JobID, Outcome: outcome}); rerr != nil {
-			errs = append(errs, rerr)
-		}
-	}
-	for _, s := range rep.Approved {
-		record(s, fmt.Sprintf("approved repair command %d", s.OutboxID))
-	}
-	for _, s := range rep.Dropped {
-		record(s, fmt.Sprintf("dropped repair command %d, never applied: %s", s.OutboxID, strings.TrimPrefix(s.Dropped, relay.OutcomeDroppedPrefix)))
-	}
+	rep, err := a.actions.ApproveRepairs(ctx, outboxIDs, all, action.By{Operator: operator, Audit: true})
 	var b strings.Builder
 	fmt.Fprintf(&b, "Approved %d held repair%s", len(rep.Approved), plural(len(rep.Approved)))
 	if len(rep.Approved) > 0 {
@@ -266,7 +190,7 @@ func (a *consoleActions) ApproveRepairs(ctx context.Context, outboxIDs []int64, 
 	if len(rep.NotHeld) > 0 {
 		fmt.Fprintf(&b, " %d not held any more (approved, applied or dropped already).", len(rep.NotHeld))
 	}
-	return b.String(), errors.Join(errs...)
+	return b.String(), err
 }
 
 func plural(n int) string {

@@ -37,6 +37,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/action"
 	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/catchup"
 	"github.com/payrecon/payrecon/console"
@@ -90,6 +91,10 @@ type Config struct {
 	// own job, spread over every replica through River (package
 	// platform), instead of the one leased sweep.
 	Accounts postgres.AccountColumn
+	// Sessions is the Checkout Session column
+	// (postgres.DetectSessionColumn): found, session rows are checked
+	// through their sessions and checkout.session.* events apply to them.
+	Sessions postgres.SessionColumn
 	// PlatformRPS caps the request rate summed over every account and
 	// replica (--platform-rps; 0: platform.PlatformRPSDefault).
 	PlatformRPS float64
@@ -200,18 +205,15 @@ type Service struct {
 	recent   *sweep.Sweeper
 	platform *platform.Platform
 	fatal    chan error
-	// accountRecheck builds the console's recheck of a connected account's
-	// row (Connect).
-	accountRecheck func(account string) *sweep.Sweeper
-	catcher        *catchup.Catcher
-	relay          *relay.Relay
-	handler        http.Handler
-	gateway        payrecon.Gateway
-	limiter        *budget.Limiter
-	ui             *riverui.Handler
-	admin          http.Handler
-	console        *console.Console
-	sampler        *console.Sampler
+	catcher  *catchup.Catcher
+	relay    *relay.Relay
+	handler  http.Handler
+	gateway  payrecon.Gateway
+	limiter  *budget.Limiter
+	ui       *riverui.Handler
+	admin    http.Handler
+	console  *console.Console
+	sampler  *console.Sampler
 
 	conns *prometheus.GaugeVec
 
@@ -223,17 +225,57 @@ type Service struct {
 
 // New builds the service on pool (which must be migrated).
 func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
+	cfg = cfg.withDefaults()
+	if err := CheckAdminExposure(cfg.AdminAddr, cfg.ConsolePassword); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry(), fatal: make(chan error, 1)}
+	s.registerHTTPMetrics()
+	gw, err := s.newGateway()
+	if err != nil {
+		return nil, err
+	}
+	writer := postgres.NewWriter(cfg.Clock)
+	store, events := s.newStores(pool, writer)
+	payouts, err := s.newPayouts(pool, gw)
+	if err != nil {
+		return nil, err
+	}
+	if payouts != nil {
+		// payout.* events (webhook or catch-up) read their payout at once,
+		// through the relay's River client (built below, before any event).
+		events.PayoutFunc = func(ctx context.Context, tx pgx.Tx, account, payoutID, eventID string) error {
+			return settlement.EnqueueRead(s.relay.Client())(ctx, tx, account, payoutID, eventID)
+		}
+	}
+	caught := events.WithSource(payrecon.SourceEvents)
+	if err := s.newRelay(pool, writer, store, gw, caught, payouts); err != nil {
+		return nil, err
+	}
+	leaseFunc := s.newSweepers(pool, store, gw)
+	s.registerCollector(pool)
+	if err := s.newConsoleAndActions(pool, store, gw); err != nil {
+		return nil, err
+	}
+	if err := s.newCatcher(pool, gw, caught, leaseFunc); err != nil {
+		return nil, err
+	}
+	if err := s.newHTTP(events); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// withDefaults fills in the zero fields that have a default.
+func (cfg Config) withDefaults() Config {
 	if cfg.HTTPAddr == "" {
-		cfg.HTTPAddr = "127.0.0.1:8080"
+		cfg.HTTPAddr = HTTPAddrDefault
 	}
 	if cfg.HTTPMaxConns <= 0 {
 		cfg.HTTPMaxConns = HTTPMaxConnsDefault
 	}
 	if cfg.AdminAddr == "" {
 		cfg.AdminAddr = AdminAddrDefault
-	}
-	if err := CheckAdminExposure(cfg.AdminAddr, cfg.ConsolePassword); err != nil {
-		return nil, err
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 20 * time.Second
@@ -244,17 +286,26 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = payrecon.SystemClock{}
 	}
-	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry(), fatal: make(chan error, 1)}
+	return cfg
+}
+
+// registerHTTPMetrics registers the process's and the listeners' metrics.
+func (s *Service) registerHTTPMetrics() {
 	s.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s.conns = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "payrecon_http_connections",
 		Help: "Connections the listener holds open now (public: at most payrecon_http_max_connections)."}, []string{"listener"})
 	maxConns := prometheus.NewGauge(prometheus.GaugeOpts{Name: "payrecon_http_max_connections",
 		Help: "The public listener's connection cap (--http-max-conns).", ConstLabels: prometheus.Labels{"listener": "public"}})
-	maxConns.Set(float64(cfg.HTTPMaxConns))
+	maxConns.Set(float64(s.cfg.HTTPMaxConns))
 	s.registry.MustRegister(s.conns, maxConns)
 	s.conns.WithLabelValues("public")
 	s.conns.WithLabelValues("admin")
+}
 
+// newGateway builds the rate budget and the Stripe gateway (Config.Gateway
+// when set).
+func (s *Service) newGateway() (payrecon.Gateway, error) {
+	cfg := s.cfg
 	s.limiter = budget.NewLimiter(cfg.RPS)
 	gw := cfg.Gateway
 	if gw == nil {
@@ -270,39 +321,40 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	}
 	s.gateway = gw
 	s.registry.MustRegister(budget.Collectors(s.limiter)...)
+	return gw, nil
+}
 
-	writer := postgres.NewWriter(cfg.Clock)
-	// Under --repair-mode review the sweep's and the events' repairs are
-	// held by the relay, built below (the stores and the events are copied
-	// before it exists: the platform's accounts, the catch-up's road).
-	var rl *relay.Relay
-	hold := func(ctx context.Context, tx pgx.Tx, outboxIDs []int64) error { return rl.Hold(ctx, tx, outboxIDs) }
+// newStores builds the sweep's store and the events' (webhook, catch-up).
+// Under --repair-mode review their repairs are held by the relay, built
+// after them (the stores and the events are copied before it exists: the
+// platform's accounts, the catch-up's road).
+func (s *Service) newStores(pool *pgxpool.Pool, writer *postgres.Writer) (*postgres.Store, *postgres.Events) {
+	cfg := s.cfg
+	hold := func(ctx context.Context, tx pgx.Tx, outboxIDs []int64) error { return s.relay.Hold(ctx, tx, outboxIDs) }
 	store := postgres.NewStore(pool)
 	store.RepairMode, store.HoldFunc = cfg.RepairMode, hold
 	if cfg.MoneyColumns.Amount || cfg.MoneyColumns.Currency {
 		store = store.WithMoneyColumns(cfg.MoneyColumns)
 	}
+	store = store.WithSessionColumn(cfg.Sessions)
 	events := postgres.NewEvents(pool, writer, cfg.Clock)
+	events.Sessions = cfg.Sessions
 	events.Ignore = cfg.Sweep.Money.Ignore
 	events.Accounts = cfg.Accounts
 	events.RepairMode, events.HoldFunc = cfg.RepairMode, hold
-	payouts, err := s.newPayouts(pool, gw)
-	if err != nil {
-		return nil, err
-	}
-	if payouts != nil {
-		// payout.* events (webhook or catch-up) read their payout at once,
-		// through the relay's River client (built below, before any event).
-		events.PayoutFunc = func(ctx context.Context, tx pgx.Tx, account, payoutID, eventID string) error {
-			return settlement.EnqueueRead(s.relay.Client())(ctx, tx, account, payoutID, eventID)
-		}
-	}
-	caught := events.WithSource(payrecon.SourceEvents)
+	return store, events
+}
+
+// newRelay builds the relay, the process's one River client, with the
+// platform's and the payouts check's jobs.
+func (s *Service) newRelay(pool *pgxpool.Pool, writer *postgres.Writer, store *postgres.Store, gw payrecon.Gateway,
+	caught *postgres.Events, payouts *settlement.Reconciler) error {
+	cfg := s.cfg
 	rc := cfg.Relay
 	if cfg.Accounts.Found {
 		p, err := s.newPlatform(pool, store, gw, caught)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.platform = p
 		rc.Jobs = p.Jobs()
@@ -318,26 +370,33 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if payouts != nil {
 		rc.Jobs = riverjobs.Merge(rc.Jobs, payouts.Jobs(cfg.Payouts.Interval))
 	}
-	built, err := relay.New(pool, writer, rc)
+	rl, err := relay.New(pool, writer, rc)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rl, s.relay = built, built
-
+	s.relay = rl
 	// The platform's account stores are copied from store when their
 	// first batch runs, after this.
 	store.EnqueueFunc = rl.EnqueueFunc()
+	return nil
+}
+
+// newSweepers builds the sweep and its recent window; it returns the
+// lease function the long-running jobs share.
+func (s *Service) newSweepers(pool *pgxpool.Pool, store *postgres.Store, gw payrecon.Gateway) payrecon.LeaseFunc {
+	cfg := s.cfg
 	sc := cfg.Sweep
 	sc.Limiter, sc.Clock, sc.Logger, sc.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "sweep"), s.registry
 	sc.LeaseFunc = func(ctx context.Context, job string, wait bool) (payrecon.Lease, error) {
 		return postgres.AcquireLeaseTimeout(ctx, pool, job, wait, cfg.LeaseTimeout)
 	}
 	s.sweeper = sweep.New(store, gw, sc)
-	if cfg.RecentWindow > 0 && cfg.Accounts.Found {
+	window := cfg.RecentWindow
+	if window > 0 && cfg.Accounts.Found {
 		cfg.Logger.Warn("--recent is not available on a platform's accounts (--account-column): off")
-		cfg.RecentWindow = 0
+		window = 0
 	}
-	if cfg.RecentWindow > 0 {
+	if window > 0 {
 		rc := sc
 		rc.Job = s.sweeper.Config().Job + payrecon.RecentJobSuffix
 		rc.Mode = sweep.ModeList
@@ -345,59 +404,77 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		if rc.MinCycle <= 0 {
 			rc.MinCycle = -1
 		}
-		rc.Logger = cfg.Logger.With("component", "sweep", "window", cfg.RecentWindow.String())
-		s.recent = sweep.New(store.Recent(cfg.RecentWindow), gw, rc)
+		rc.Logger = cfg.Logger.With("component", "sweep", "window", window.String())
+		s.recent = sweep.New(store.Recent(window), gw, rc)
 	}
+	return sc.LeaseFunc
+}
+
+// registerCollector registers the database's figures (Monitor.Figures).
+func (s *Service) registerCollector(pool *pgxpool.Pool) {
+	cfg := s.cfg
 	collector := postgres.NewCollector(postgres.NewMonitor(pool), relay.Kind, cfg.Clock, cfg.Logger.With("component", "metrics"))
 	collector.NotifyKind = relay.NotifyKind
 	if cfg.Accounts.Found {
 		collector.Accounts = cmp.Or(cfg.Sweep.Job, sweep.DefaultJob)
 	}
 	s.registry.MustRegister(collector)
-	ui, err := rl.UIHandler(relay.UIPrefix)
+}
+
+// newConsoleAndActions builds River's dashboard, the finding actions and
+// the console. The console's actions are the CLI's (package action): a
+// recheck reads the row through the sweep's own store (its money columns,
+// its account) and judges it with a sweeper of its own on the same
+// gateway and rate budget.
+func (s *Service) newConsoleAndActions(pool *pgxpool.Pool, store *postgres.Store, gw payrecon.Gateway) error {
+	cfg := s.cfg
+	ui, err := s.relay.UIHandler(relay.UIPrefix)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.ui = ui
-	// Rechecks asked for from the console use a sweeper of their own (as
-	// `findings recheck` does) on the same store, gateway and rate budget.
 	rcfg := cfg.Sweep
 	rcfg.Limiter, rcfg.Clock, rcfg.Logger = s.limiter, cfg.Clock, cfg.Logger.With("component", "console")
-	recheck := sweep.New(store.ForAccount(cfg.Accounts, ""), gw, rcfg)
+	ac := action.Config{Store: store, Accounts: cfg.Accounts, Gateway: gw, Sweep: rcfg, Relay: s.relay, Clock: cfg.Clock}
 	if sg, ok := gw.(*stripeapi.Gateway); ok && cfg.Accounts.Found {
-		s.accountRecheck = func(account string) *sweep.Sweeper {
-			ac := rcfg
-			base := rcfg.Job
-			if base == "" {
-				base = sweep.DefaultJob
-			}
-			ac.Job = payrecon.AccountJob(base, account)
-			return sweep.New(store.ForAccount(cfg.Accounts, account), sg.ForAccount(account, nil), ac)
-		}
+		ac.AccountGateway = func(account string) payrecon.Gateway { return sg.ForAccount(account, nil) }
 	}
-	if s.console, s.sampler, err = s.newConsole(pool, recheck); err != nil {
-		return nil, err
+	actions, err := action.New(pool, ac)
+	if err != nil {
+		return err
 	}
+	s.console, s.sampler, err = s.newConsole(pool, actions)
+	return err
+}
 
-	if cfg.Events.Interval > 0 {
-		src := cfg.EventSource
-		if src == nil {
-			es, ok := gw.(payrecon.EventSource)
-			if !ok {
-				return nil, errors.New("the events catch-up needs a Stripe gateway that lists events")
-			}
-			src = es
-		}
-		ec := cfg.Events
-		ec.Limiter, ec.Clock, ec.Logger, ec.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "events"), s.registry
-		ec.LeaseFunc = sc.LeaseFunc
-		// The catch-up's road into the writer (caught): its transitions are
-		// recorded with source "events". Under Connect it is the
-		// platform's own account's; each connected account's is a chain of
-		// the platform's.
-		s.catcher = catchup.New(src, caught, postgres.NewEventCursors(pool), ec)
+// newCatcher builds the events catch-up, when it is on.
+func (s *Service) newCatcher(pool *pgxpool.Pool, gw payrecon.Gateway, caught *postgres.Events, leaseFunc payrecon.LeaseFunc) error {
+	cfg := s.cfg
+	if cfg.Events.Interval <= 0 {
+		return nil
 	}
+	src := cfg.EventSource
+	if src == nil {
+		es, ok := gw.(payrecon.EventSource)
+		if !ok {
+			return errors.New("the events catch-up needs a Stripe gateway that lists events")
+		}
+		src = es
+	}
+	ec := cfg.Events
+	ec.Limiter, ec.Clock, ec.Logger, ec.Registerer = s.limiter, cfg.Clock, cfg.Logger.With("component", "events"), s.registry
+	ec.LeaseFunc = leaseFunc
+	// The catch-up's road into the writer (caught): its transitions are
+	// recorded with source "events". Under Connect it is the
+	// platform's own account's; each connected account's is a chain of
+	// the platform's.
+	s.catcher = catchup.New(src, caught, postgres.NewEventCursors(pool), ec)
+	return nil
+}
 
+// newHTTP builds the two listeners' handlers.
+func (s *Service) newHTTP(events *postgres.Events) error {
+	cfg := s.cfg
 	deps := httpapi.Deps{
 		Logger:      cfg.Logger.With("component", "http"),
 		Clock:       cfg.Clock,
@@ -405,7 +482,7 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		Webhook:     httpapi.WebhookConfig{Secrets: cfg.WebhookSecrets},
 		Metrics:     s.console.ProtectMetrics(promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}), cfg.MetricsPublic),
 		Ready:       http.HandlerFunc(s.handleReady),
-		Queue:       s.console.Protect(ui),
+		Queue:       s.console.Protect(s.ui),
 		QueuePrefix: relay.UIPrefix,
 		Console:     s.console,
 	}
@@ -419,11 +496,11 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 		cfg.Logger.Warn("STRIPE_WEBHOOK_SECRET is not set: the webhook endpoint is disabled (404)")
 	}
 	if err := deps.Validate(); err != nil {
-		return nil, err
+		return err
 	}
 	s.handler = httpapi.NewServer(deps)
 	s.admin = httpapi.NewAdminServer(deps)
-	return s, nil
+	return nil
 }
 
 // Gateway returns the Stripe gateway the sweep uses.

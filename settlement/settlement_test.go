@@ -383,3 +383,40 @@ func TestPaidNotSettledOnlyForTheAccountsRows(t *testing.T) {
 		t.Errorf("open %v", got)
 	}
 }
+
+// A session row's charge settled in a payout is its own (matched through
+// the PaymentIntent its Checkout Session named, payrecon_session_intents),
+// never settled_not_paid_locally; a settled amount that is not the order's
+// is settled_amount_mismatch on the session row.
+func TestSessionRowsSettle(t *testing.T) {
+	t.Parallel()
+	b := setup(t, stripesim.Faults{})
+	pgtest.Exec(t, b.pool, "ALTER TABLE payments ADD COLUMN stripe_checkout_session_id text")
+	pgtest.Exec(t, b.pool, "ALTER TABLE payments ALTER COLUMN stripe_payment_intent_id DROP NOT NULL")
+	b.add(t, payment{intent: "pi_of_cs_ok", amount: 1000, noRow: true}, payment{intent: "pi_of_cs_short", amount: 900, noRow: true})
+	rows := map[string]int64{}
+	for _, p := range []struct {
+		session, intent string
+		amount          int64
+	}{{"cs_ok", "pi_of_cs_ok", 1000}, {"cs_short", "pi_of_cs_short", 1000}} {
+		var id int64
+		if err := b.pool.QueryRow(context.Background(), `INSERT INTO payments (order_id, stripe_checkout_session_id, status, created_at, updated_at, amount, currency, observed_external_status)
+			VALUES ('order_' || $1, $1, 'paid', now() - interval '1 hour', now() - interval '1 hour', $2, 'usd', 'succeeded') RETURNING id`, p.session, p.amount).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		rows[p.session] = id
+		// As the sweep (or the session's event) records it.
+		pgtest.Exec(t, b.pool, "INSERT INTO payrecon_session_intents (intent_id, payment_id, session_id, seen_at) VALUES ($1, $2, $3, now())", p.intent, id, p.session)
+	}
+	b.payout(t, stripesim.PayoutSpec{ID: "po_sessions", Intents: []string{"pi_of_cs_ok", "pi_of_cs_short"}})
+	round(t, b.reconciler(nil))
+	if got, want := keys(b.open(t)), []string{"settled_amount_mismatch pi_of_cs_short"}; !slices.Equal(got, want) {
+		t.Fatalf("open findings %v, want %v", got, want)
+	}
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM stripe_payout_lines WHERE payment_intent_id LIKE 'pi_of_cs_%' AND payment_id IS NULL"); n != 0 {
+		t.Errorf("%d lines of session rows' charges left unmatched", n)
+	}
+	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'settled_amount_mismatch' AND payment_id = $1", rows["cs_short"]); n != 1 {
+		t.Errorf("the mismatch is not the session row's")
+	}
+}

@@ -17,6 +17,9 @@ type AccessNeeds struct {
 	Charges bool
 	// Events: the events catch-up lists events, which needs Events: Read.
 	Events bool
+	// Sessions: the rows record Checkout Sessions (the session column was
+	// found), which are read with Checkout Sessions: Read.
+	Sessions bool
 }
 
 // CheckAccess makes one cheap request per resource the configuration needs,
@@ -26,7 +29,9 @@ type AccessNeeds struct {
 //
 //   - GET /v1/payment_intents?limit=1, with expand[]=data.latest_charge when
 //     needs.Charges (exactly the request shape the list reads use);
-//   - GET /v1/events?limit=1 when needs.Events.
+//   - GET /v1/events?limit=1 when needs.Events;
+//   - GET /v1/checkout/sessions?limit=1, with the session reads' expansion,
+//     when needs.Sessions.
 //
 // A 401 or 403 comes back as a *payrecon.ConfigError whose Cause is one line
 // naming the permission in the Dashboard's words ("Charges: Read"), never the
@@ -48,6 +53,11 @@ func (g *Gateway) CheckAccess(ctx context.Context, needs AccessNeeds) error {
 	if needs.Events {
 		if _, err := g.ListEvents(ctx, payrecon.EventQuery{Limit: 1}); err != nil {
 			return fmt.Errorf("check Stripe access to events: %w", err)
+		}
+	}
+	if needs.Sessions {
+		if _, err := g.ListSessions(ctx, payrecon.ListQuery{Limit: 1}); err != nil {
+			return fmt.Errorf("check Stripe access to Checkout Sessions: %w", err)
 		}
 	}
 	return nil

@@ -28,6 +28,10 @@ const (
 	MaxRetryAfterDefault = 30 * time.Second
 )
 
+// APIBaseDefault is Stripe's API base URL, used when Config.APIBase is
+// empty.
+const APIBaseDefault = stripe.APIURL
+
 // Config configures a Gateway. Only SecretKey is required.
 type Config struct {
 	// SecretKey is the Stripe secret or restricted key (STRIPE_SECRET_KEY).
@@ -90,7 +94,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, &payrecon.ConfigError{Cause: "STRIPE_SECRET_KEY is not set: give payrecon a Stripe secret key or a restricted key with read access to PaymentIntents"}
 	}
 	if c.APIBase == "" {
-		c.APIBase = stripe.APIURL
+		c.APIBase = APIBaseDefault
 	}
 	// stripe-go v85 reads the API version from the request path, so a base
 	// URL with a path ("http://proxy/stripe") fails every request.

@@ -28,6 +28,10 @@ type contractTarget struct {
 	// account is a connected account, and accountIntent an intent the
 	// server knows on it (read with Stripe-Account).
 	account, accountIntent string
+	// session is a Checkout Session the server knows; paid says it has a
+	// PaymentIntent with a charge (the simulator's does).
+	session string
+	paid    bool
 }
 
 // runContract is the one set of assertions both targets must pass: the
@@ -42,7 +46,7 @@ func runContract(t *testing.T, tgt contractTarget) {
 	}
 	checkIntent := func(t *testing.T, in payrecon.Intent) {
 		t.Helper()
-		if !strings.HasPrefix(in.ID, "pi_") || !in.Status.Known() || in.Created.IsZero() || in.Created.Unix() <= 0 ||
+		if !strings.HasPrefix(in.ID, "pi_") || !in.Status.Valid() || in.Created.IsZero() || in.Created.Unix() <= 0 ||
 			in.Amount <= 0 || in.Currency == "" || in.Metadata == nil {
 			t.Errorf("intent %+v does not parse as a PaymentIntent", in)
 		}
@@ -242,6 +246,56 @@ func runContract(t *testing.T, tgt contractTarget) {
 		}
 	})
 
+	// The two requests of a session row: a retrieve with its PaymentIntent
+	// and the intent's charge expanded, and a list by created with the same
+	// expansion under data.
+	checkSession := func(t *testing.T, s payrecon.Session) {
+		t.Helper()
+		if !strings.HasPrefix(s.ID, "cs_") || s.Status == "" || s.PaymentStatus == "" || s.Created.Unix() <= 0 || s.ExpiresAt.Unix() <= 0 {
+			t.Errorf("session %+v does not parse as a Checkout Session", s)
+		}
+		if s.PaymentIntentID != "" {
+			if s.PaymentIntent == nil {
+				t.Fatalf("session %s: payment_intent %s came back as an id, not expanded", s.ID, s.PaymentIntentID)
+			}
+			checkIntent(t, *s.PaymentIntent)
+		}
+	}
+	t.Run("checkout session retrieve", func(t *testing.T) {
+		t.Parallel()
+		s, err := gateway(t, tgt.key).RetrieveSession(ctx, tgt.session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.ID != tgt.session {
+			t.Errorf("retrieved %q, asked for %q", s.ID, tgt.session)
+		}
+		checkSession(t, s)
+		if tgt.paid {
+			if s.PaymentIntent == nil {
+				t.Fatalf("session %s has no PaymentIntent", s.ID)
+			}
+			checkCharge(t, *s.PaymentIntent)
+		}
+	})
+	t.Run("checkout session list", func(t *testing.T) {
+		t.Parallel()
+		now := time.Now()
+		page, err := gateway(t, tgt.key).ListSessions(ctx, payrecon.ListQuery{CreatedGTE: now.Add(-365 * 24 * time.Hour), CreatedLTE: now.Add(time.Hour), Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Sessions) == 0 {
+			t.Fatal("no session listed")
+		}
+		for _, s := range page.Sessions {
+			checkSession(t, s)
+		}
+		if _, err := gateway(t, tgt.key).ListSessions(ctx, payrecon.ListQuery{StartingAfter: tgt.session, Limit: 3}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("rejected key", func(t *testing.T) {
 		t.Parallel()
 		_, err := gateway(t, tgt.badKey).RetrieveIntent(ctx, tgt.id)
@@ -272,8 +326,18 @@ func TestContractSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	sim.Put(stripesim.Intent{ID: "pi_contract_acct", Account: "acct_contract", Created: time.Now().Add(-time.Minute)})
+	if _, err := sim.CreateSession(stripesim.Session{ID: "cs_contract_open", Created: time.Now().Add(-2 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := sim.CreateSession(stripesim.Session{ID: "cs_contract", Created: time.Now().Add(-time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sim.CompleteSession(cs.ID, stripesim.Intent{Amount: 2500}, false); err != nil {
+		t.Fatal(err)
+	}
 	runContract(t, contractTarget{url: sim.URL(), key: sim.SecretKey(), badKey: "sk_test_rejected", id: known.ID, event: event,
-		account: "acct_contract", accountIntent: "pi_contract_acct"})
+		account: "acct_contract", accountIntent: "pi_contract_acct", session: cs.ID, paid: true})
 }
 
 // TestContractStripeMock runs the contract against stripe-mock at
@@ -294,5 +358,5 @@ func TestContractStripeMock(t *testing.T) {
 	// so a parsed charge proves the expansion was sent and understood; it
 	// answers an expansion spelled wrongly on the list with a 400.
 	runContract(t, contractTarget{url: url, key: "sk_test_123", badKey: "not_a_key", id: "pi_contract", event: "evt_contract",
-		account: "acct_contract", accountIntent: "pi_contract"})
+		account: "acct_contract", accountIntent: "pi_contract", session: "cs_contract"})
 }

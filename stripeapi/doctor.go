@@ -17,6 +17,7 @@ const (
 	PermissionPaymentIntents = "PaymentIntents: Read"
 	PermissionCharges        = "Charges: Read"
 	PermissionEvents         = "Events: Read"
+	PermissionSessions       = "Checkout Sessions: Read"
 )
 
 // PermissionCheck is one permission the configuration needs and what
@@ -31,7 +32,8 @@ type PermissionCheck struct {
 // CheckPermissions asks Stripe, one cheap request each, whether the key
 // has each permission needs implies: PaymentIntents: Read (one intent
 // listed), Charges: Read (the same with its latest charge expanded, as the
-// sweep reads), Events: Read (one event listed) when needs.Events. It
+// sweep reads), Events: Read (one event listed) when needs.Events,
+// Checkout Sessions: Read (one session listed) when needs.Sessions. It
 // answers every one, where CheckAccess stops at the first refusal.
 func (g *Gateway) CheckPermissions(ctx context.Context, needs AccessNeeds) []PermissionCheck {
 	_, err := g.listIntents(ctx, payrecon.ListQuery{Limit: 1}, false)
@@ -45,6 +47,10 @@ func (g *Gateway) CheckPermissions(ctx context.Context, needs AccessNeeds) []Per
 	if needs.Events {
 		_, err := g.ListEvents(ctx, payrecon.EventQuery{Limit: 1})
 		out = append(out, PermissionCheck{Permission: PermissionEvents, Err: err})
+	}
+	if needs.Sessions {
+		_, err := g.ListSessions(ctx, payrecon.ListQuery{Limit: 1})
+		out = append(out, PermissionCheck{Permission: PermissionSessions, Err: err})
 	}
 	return out
 }

@@ -100,12 +100,13 @@ var permissionPattern = regexp.MustCompile(`'(rak_[a-z0-9_]+)'`)
 // dashboardPermissions maps Stripe's permission names to the Dashboard's
 // wording, where an operator grants them to a restricted key.
 var dashboardPermissions = map[string]string{
-	"rak_payment_intent_read": "PaymentIntents: Read",
-	"rak_charge_read":         "Charges: Read",
-	"rak_dispute_read":        "Disputes: Read",
-	"rak_event_read":          "Events: Read",
-	"rak_payout_read":         "Payouts: Read",
-	"rak_balance_read":        "Balance: Read",
+	"rak_payment_intent_read":   "PaymentIntents: Read",
+	"rak_charge_read":           "Charges: Read",
+	"rak_dispute_read":          "Disputes: Read",
+	"rak_event_read":            "Events: Read",
+	"rak_payout_read":           "Payouts: Read",
+	"rak_balance_read":          "Balance: Read",
+	"rak_checkout_session_read": "Checkout Sessions: Read",
 }
 
 // forbiddenCause says which permission a restricted key lacks: the one

@@ -90,6 +90,8 @@ func endpointPermission(endpoint string) string {
 		return PermissionPayoutRead
 	case EndpointListBalanceTransactions:
 		return PermissionBalanceRead
+	case EndpointRetrieveSession, EndpointListSessions:
+		return PermissionCheckoutSessionRead
 	}
 	return PermissionPaymentIntentRead
 }
@@ -98,7 +100,15 @@ func endpointPermission(endpoint string) string {
 // own permission first.
 func requiredPermissions(endpoint string, r *http.Request) []string {
 	perms := []string{endpointPermission(endpoint)}
-	if endpoint == EndpointRetrieveIntent || endpoint == EndpointListIntents {
+	if endpoint == EndpointRetrieveSession || endpoint == EndpointListSessions {
+		for _, v := range expansions(r.URL.Query()) {
+			if strings.Contains(v, "payment_intent") {
+				perms = append(perms, PermissionPaymentIntentRead)
+				break
+			}
+		}
+	}
+	if endpoint == EndpointRetrieveIntent || endpoint == EndpointListIntents || endpoint == EndpointRetrieveSession || endpoint == EndpointListSessions {
 		for _, v := range expansions(r.URL.Query()) {
 			if strings.HasSuffix(v, "latest_charge") {
 				perms = append(perms, PermissionChargeRead)

@@ -84,6 +84,8 @@ type Server struct {
 	intents *intentIndex
 	events  *eventLog
 	payouts *payoutStore
+	// sessions are the Checkout Sessions (sessions.go).
+	sessions sessionIndex
 
 	faultMu  sync.Mutex
 	faults   Faults
@@ -158,6 +160,8 @@ func newServer(cfg Config) *Server {
 	s.mux.HandleFunc("GET /v1/payment_intents/{id}", s.handleRetrieveIntent)
 	s.mux.HandleFunc("GET /v1/payment_intents", s.handleListIntents)
 	s.mux.HandleFunc("GET /v1/events", s.handleListEvents)
+	s.mux.HandleFunc("GET /v1/checkout/sessions/{id}", s.handleRetrieveSession)
+	s.mux.HandleFunc("GET /v1/checkout/sessions", s.handleListSessions)
 	s.mux.HandleFunc("GET /v1/payouts", s.handleListPayouts)
 	s.mux.HandleFunc("GET /v1/payouts/{id}", s.handleRetrievePayout)
 	s.mux.HandleFunc("GET /v1/balance_transactions", s.handleListBalanceTransactions)
@@ -254,6 +258,14 @@ func classifyRequest(r *http.Request) (endpoint, intentID string) {
 		return EndpointListIntents, ""
 	case p == "/v1/events":
 		return EndpointListEvents, ""
+	case p == "/v1/checkout/sessions":
+		return EndpointListSessions, ""
+	case strings.HasPrefix(p, "/v1/checkout/sessions/"):
+		rest := strings.TrimPrefix(p, "/v1/checkout/sessions/")
+		if id, err := url.PathUnescape(rest); err == nil && rest != "" && !strings.Contains(rest, "/") {
+			return EndpointRetrieveSession, id
+		}
+		return EndpointOther, ""
 	case strings.HasPrefix(p, "/v1/payment_intents/"):
 		rest := strings.TrimPrefix(p, "/v1/payment_intents/")
 		if rest == "" || strings.Contains(rest, "/") {

@@ -100,7 +100,7 @@ func (s *Sweeper) RunCycle(ctx context.Context, progress ProgressFunc) (rep Cycl
 // leaseConfig is the job's leased loop (Run, RunCycle).
 func (s *Sweeper) leaseConfig() leased.Config {
 	return leased.Config{
-		Job: s.cfg.Job, What: "sweep", LeaseFunc: s.cfg.LeaseFunc, Fatal: Fatal,
+		Job: s.cfg.Job, What: "sweep", LeaseFunc: s.cfg.LeaseFunc, Fatal: StopsSweeping,
 		RetryPause: s.cfg.RetryPause, RetryPauseMax: s.cfg.RetryPauseMax,
 		OnLease: func(epoch int64) {
 			s.fence.Store(epoch)
@@ -130,7 +130,7 @@ func (s *Sweeper) runCycle(ctx context.Context, progress ProgressFunc) (rep Cycl
 		}
 	}
 	stopLookahead()
-	rep.StripeCalls += s.lister.takeUncounted()
+	rep.StripeCalls += s.takeUncounted()
 
 	// Rows Stripe could not be asked about are retried as they come due,
 	// instead of waiting a whole cycle.

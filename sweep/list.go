@@ -29,6 +29,16 @@ const (
 	ModeAuto Mode = "auto"
 )
 
+// ReadsPerRow is what the mode costs in Stripe read requests per row, for
+// the read allocation's arithmetic (payrecon.Allocate): 1 in retrieve mode,
+// payrecon.ReadsPerRowList when it lists (list and auto mode).
+func (m Mode) ReadsPerRow() float64 {
+	if m == ModeRetrieve {
+		return 1
+	}
+	return payrecon.ReadsPerRowList
+}
+
 // ParseMode parses a --mode value.
 func ParseMode(s string) (Mode, error) {
 	switch m := Mode(s); m {
@@ -67,19 +77,26 @@ type listSpan struct {
 	// answers' age.
 	listedAt   time.Time
 	background bool
+	// ofSessions: the span lists Checkout Sessions, not PaymentIntents.
+	ofSessions bool
 	done       chan struct{}
-	// Set before done is closed:
+	// Set before done is closed (sessions instead of intents in the
+	// session lister's spans):
 	intents  []payrecon.Intent
+	sessions []payrecon.Session
 	complete bool // every page was read (not stopped at its page cap)
 	err      error
 	calls    int
 	counted  bool // its calls were reported by a batch (guarded by lister.mu)
 }
 
-// lister holds a sweeper's listed spans, disjoint and sorted by lo.
+// lister holds a sweeper's listed spans, disjoint and sorted by lo. A
+// sweeper has two: one of PaymentIntents, and one of Checkout Sessions
+// (sessions true) for the rows that record a session only; both work alike.
 type lister struct {
-	mu    sync.Mutex
-	spans []*listSpan
+	sessions bool
+	mu       sync.Mutex
+	spans    []*listSpan
 	// While RunCycle or Run drives the sweeper, bg is their context and
 	// lookahead listings run in it, tracked by wg.
 	bg context.Context
@@ -97,8 +114,21 @@ type lister struct {
 // startLookahead lets list mode list ahead of the batches until stop is
 // called; stop cancels what is still in flight and waits for it.
 func (s *Sweeper) startLookahead(ctx context.Context) (stop func()) {
+	stopIntents, stopSessions := s.startListerLookahead(ctx, &s.lister), s.startListerLookahead(ctx, &s.sessionLister)
+	return func() {
+		stopIntents()
+		stopSessions()
+	}
+}
+
+// takeUncounted returns, and forgets, the calls no batch reported, of both
+// listers.
+func (s *Sweeper) takeUncounted() int {
+	return s.lister.takeUncounted() + s.sessionLister.takeUncounted()
+}
+
+func (s *Sweeper) startListerLookahead(ctx context.Context, l *lister) (stop func()) {
 	bg, cancel := context.WithCancel(ctx)
-	l := &s.lister
 	l.mu.Lock()
 	l.bg = bg
 	l.mu.Unlock()
@@ -150,38 +180,11 @@ func (s *Sweeper) maxListAge() time.Duration { return min(30*time.Second, max(s.
 // the cursor has rows after this batch: the windows after this one are then
 // listed ahead.
 func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx []int, now, readAt time.Time, more bool) (map[string]payrecon.Intent, []payrecon.Orphan, int, error) {
-	created := make([]time.Time, len(idx))
-	for k, i := range idx {
-		created[k] = rows[i].CreatedAt
+	lo, hi, step, maxPages, ok, err := s.listPlan(ctx, rows, idx)
+	if err != nil || !ok {
+		return nil, nil, 0, err
 	}
-	slices.SortFunc(created, func(a, b time.Time) int { return a.Compare(b) })
-	first, last := created[0], created[len(created)-1]
-	lo := first.Add(-s.cfg.ListSkew).Truncate(time.Second)
-	hi := last.Add(s.cfg.ListSkew + time.Second - 1).Truncate(time.Second)
-
-	// The page budget: in auto mode from the local rows in the window (an
-	// estimate of Stripe's), and list only if clearly cheaper; in list mode
-	// never more requests than retrieving every row would take.
-	maxPages := len(idx)
-	if s.cfg.Mode == ModeAuto {
-		// Counting further than where listing stops paying off is wasted.
-		est, err := s.store.CountCreatedBetween(ctx, lo, hi, int64(len(idx))*listPageSize/2)
-		if err != nil {
-			return nil, nil, 0, err
-		}
-		pages := int(est/listPageSize) + 1
-		if 2*pages > len(idx) {
-			return nil, nil, 0, nil
-		}
-		maxPages = 2*pages + 2
-	}
-
-	// Seconds per span of about a page, at the density of the batch's rows.
-	step := hi.Sub(lo) + time.Second
-	if len(created) > 1 && last.After(first) {
-		step = max(time.Second, (last.Sub(first) * spanIntents / time.Duration(len(created)-1)).Truncate(time.Second))
-	}
-	spans, calls := s.listWindow(ctx, lo, hi, readAt, step, maxPages)
+	spans, calls := s.listWindow(ctx, &s.lister, lo, hi, readAt, step, maxPages)
 	got := map[string]payrecon.Intent{}
 	for _, sp := range spans {
 		if sp.err != nil {
@@ -194,11 +197,7 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 		}
 	}
 	if more {
-		// At the density Stripe showed, if higher than the rows'.
-		if len(got) > 0 {
-			step = min(step, max(time.Second, (hi.Sub(lo)*spanIntents/time.Duration(len(got))).Truncate(time.Second)))
-		}
-		s.lookahead(lo, hi, step, readAt)
+		s.lookahead(&s.lister, lo, hi, denser(step, lo, hi, len(got)), readAt)
 	}
 
 	inBatch := make(map[string]bool, len(rows))
@@ -219,6 +218,54 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 	return got, orphans, calls, nil
 }
 
+// denser is the lookahead's step: at the density Stripe showed (seen
+// objects in [lo, hi]), if higher than the rows'.
+func denser(step time.Duration, lo, hi time.Time, seen int) time.Duration {
+	if seen > 0 {
+		step = min(step, max(time.Second, (hi.Sub(lo)*spanIntents/time.Duration(seen)).Truncate(time.Second)))
+	}
+	return step
+}
+
+// listPlan is the window of rows[idx] to list ([lo, hi], whole seconds),
+// the step of its spans (about a page each) and the page budget; ok false
+// when listing is not worth it (auto mode, and the local rows say retrieving
+// is cheaper). Both listers plan alike.
+func (s *Sweeper) listPlan(ctx context.Context, rows []payrecon.PaymentRow, idx []int) (lo, hi time.Time, step time.Duration, maxPages int, ok bool, err error) {
+	created := make([]time.Time, len(idx))
+	for k, i := range idx {
+		created[k] = rows[i].CreatedAt
+	}
+	slices.SortFunc(created, func(a, b time.Time) int { return a.Compare(b) })
+	first, last := created[0], created[len(created)-1]
+	lo = first.Add(-s.cfg.ListSkew).Truncate(time.Second)
+	hi = last.Add(s.cfg.ListSkew + time.Second - 1).Truncate(time.Second)
+
+	// The page budget: in auto mode from the local rows in the window (an
+	// estimate of Stripe's), and list only if clearly cheaper; in list mode
+	// never more requests than retrieving every row would take.
+	maxPages = len(idx)
+	if s.cfg.Mode == ModeAuto {
+		// Counting further than where listing stops paying off is wasted.
+		est, err := s.store.CountCreatedBetween(ctx, lo, hi, int64(len(idx))*listPageSize/2)
+		if err != nil {
+			return lo, hi, 0, 0, false, err
+		}
+		pages := int(est/listPageSize) + 1
+		if 2*pages > len(idx) {
+			return lo, hi, 0, 0, false, nil
+		}
+		maxPages = 2*pages + 2
+	}
+
+	// Seconds per span of about a page, at the density of the batch's rows.
+	step = hi.Sub(lo) + time.Second
+	if len(created) > 1 && last.After(first) {
+		step = max(time.Second, (last.Sub(first) * spanIntents / time.Duration(len(created)-1)).Truncate(time.Second))
+	}
+	return lo, hi, step, maxPages, true, nil
+}
+
 // listWindow returns the spans that cover [lo, hi], listing the stretches no
 // fresh span covers (cut every step, about a page each, and listed at
 // once, each up to its share of
@@ -226,10 +273,9 @@ func (s *Sweeper) listFor(ctx context.Context, rows []payrecon.PaymentRow, idx [
 // the spans it reports for the first time. A span that failed is dropped
 // from the lister (a later batch lists it again) and returned with its
 // error.
-func (s *Sweeper) listWindow(ctx context.Context, lo, hi, readAt time.Time, step time.Duration, maxPages int) ([]*listSpan, int) {
-	l := &s.lister
+func (s *Sweeper) listWindow(ctx context.Context, l *lister, lo, hi, readAt time.Time, step time.Duration, maxPages int) ([]*listSpan, int) {
 	l.mu.Lock()
-	s.evictLocked(lo)
+	s.evictLocked(l, lo)
 	gaps := l.gapsLocked(lo, hi)
 	var mine []*listSpan
 	pieces := 0
@@ -239,7 +285,7 @@ func (s *Sweeper) listWindow(ctx context.Context, lo, hi, readAt time.Time, step
 	capPages := max(2, maxPages/max(pieces, 1))
 	for _, g := range gaps {
 		for _, p := range cutByStep(g[0], g[1], step) {
-			sp := s.newSpanLocked(p[0], p[1], false)
+			sp := s.newSpanLocked(l, p[0], p[1], false)
 			mine = append(mine, sp)
 			go s.listSpan(ctx, sp, readAt, capPages)
 		}
@@ -260,10 +306,10 @@ func (s *Sweeper) listWindow(ctx context.Context, lo, hi, readAt time.Time, step
 			for _, m := range mine {
 				<-m.done
 			}
-			return []*listSpan{{err: ctx.Err(), done: closed}}, s.reportCalls(spans)
+			return []*listSpan{{err: ctx.Err(), done: closed}}, s.reportCalls(l, spans)
 		}
 	}
-	calls := s.reportCalls(spans)
+	calls := s.reportCalls(l, spans)
 	l.mu.Lock()
 	for _, sp := range spans {
 		if sp.err != nil {
@@ -277,8 +323,7 @@ func (s *Sweeper) listWindow(ctx context.Context, lo, hi, readAt time.Time, step
 var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // reportCalls returns the calls of the finished spans no batch reported yet.
-func (s *Sweeper) reportCalls(spans []*listSpan) int {
-	l := &s.lister
+func (s *Sweeper) reportCalls(l *lister, spans []*listSpan) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -301,8 +346,7 @@ func (s *Sweeper) reportCalls(spans []*listSpan) int {
 // unless RunCycle or Run drives the sweeper, when listed answers may not be
 // kept (no grace window), and for a few batches after one whose window fell
 // outside the last lookahead (rows not in creation order).
-func (s *Sweeper) lookahead(lo, hi time.Time, step time.Duration, readAt time.Time) {
-	l := &s.lister
+func (s *Sweeper) lookahead(l *lister, lo, hi time.Time, step time.Duration, readAt time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.bg == nil || s.maxListAge() <= 0 {
@@ -329,7 +373,7 @@ func (s *Sweeper) lookahead(lo, hi time.Time, step time.Duration, readAt time.Ti
 				}
 				end = g[1] // a hole between listed spans
 			}
-			sp := s.newSpanLocked(at, end, true)
+			sp := s.newSpanLocked(l, at, end, true)
 			l.wg.Add(1)
 			go func(bg context.Context) {
 				defer l.wg.Done()
@@ -353,7 +397,30 @@ func (s *Sweeper) listSpan(ctx context.Context, sp *listSpan, readAt time.Time, 
 			sp.err = err
 			return
 		}
-		page, err := s.gateway.ListIntents(ctx, q)
+		var (
+			n       int
+			last    string
+			hasMore bool
+		)
+		if sp.ofSessions {
+			var page payrecon.SessionPage
+			page, err = s.sessions.ListSessions(ctx, q)
+			for _, cs := range page.Sessions {
+				cs.ReadAt = readAt
+				sp.sessions = append(sp.sessions, cs)
+				last = cs.ID
+			}
+			n, hasMore = len(page.Sessions), page.HasMore
+		} else {
+			var page payrecon.IntentPage
+			page, err = s.gateway.ListIntents(ctx, q)
+			for _, in := range page.Intents {
+				in.ReadAt = readAt
+				sp.intents = append(sp.intents, in)
+				last = in.ID
+			}
+			n, hasMore = len(page.Intents), page.HasMore
+		}
 		release()
 		sp.calls++
 		if err != nil {
@@ -362,22 +429,17 @@ func (s *Sweeper) listSpan(ctx context.Context, sp *listSpan, readAt time.Time, 
 			return
 		}
 		s.limiterSuccess()
-		for _, in := range page.Intents {
-			in.ReadAt = readAt
-			sp.intents = append(sp.intents, in)
-		}
-		if !page.HasMore || len(page.Intents) == 0 {
+		if !hasMore || n == 0 {
 			sp.complete = true
 			return
 		}
-		q.StartingAfter = page.Intents[len(page.Intents)-1].ID
+		q.StartingAfter = last
 	}
 }
 
 // newSpanLocked adds a span for [lo, hi] to the lister. Called with mu held.
-func (s *Sweeper) newSpanLocked(lo, hi time.Time, background bool) *listSpan {
-	sp := &listSpan{lo: lo, hi: hi, listedAt: s.cfg.Clock.Now(), background: background, done: make(chan struct{})}
-	l := &s.lister
+func (s *Sweeper) newSpanLocked(l *lister, lo, hi time.Time, background bool) *listSpan {
+	sp := &listSpan{lo: lo, hi: hi, listedAt: s.cfg.Clock.Now(), background: background, ofSessions: l.sessions, done: make(chan struct{})}
 	i, _ := slices.BinarySearchFunc(l.spans, lo, func(x *listSpan, t time.Time) int { return x.lo.Compare(t) })
 	l.spans = slices.Insert(l.spans, i, sp)
 	return sp
@@ -392,8 +454,7 @@ func (l *lister) removeLocked(sp *listSpan) {
 // evictLocked drops the finished spans that are too old to be used, or
 // that end before lo (the batches have moved past them). Called with mu
 // held.
-func (s *Sweeper) evictLocked(lo time.Time) {
-	l := &s.lister
+func (s *Sweeper) evictLocked(l *lister, lo time.Time) {
 	maxAge, now := s.maxListAge(), s.cfg.Clock.Now()
 	l.spans = slices.DeleteFunc(l.spans, func(sp *listSpan) bool {
 		select {

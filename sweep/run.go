@@ -25,11 +25,11 @@ func (s *Sweeper) Run(ctx context.Context, progress ProgressFunc) error {
 	})
 }
 
-// Fatal reports whether err must stop a continuous sweep (or the service):
+// StopsSweeping reports whether err must stop a continuous sweep (or the service):
 // a configuration error a person must fix, or a Stripe outage longer than
 // Config.MaxOutage. Everything else (the database unavailable, a lease
 // that could not be taken) is worth retrying.
-func Fatal(err error) bool {
+func StopsSweeping(err error) bool {
 	return err != nil && (errors.Is(err, payrecon.ErrConfig) || errors.Is(err, ErrOutage))
 }
 
@@ -56,7 +56,7 @@ func (s *Sweeper) runLeased(ctx context.Context, progress ProgressFunc, lease pa
 			}
 		}
 		rep.Duration = s.cfg.Clock.Now().Sub(started)
-		rep.StripeCalls += s.lister.takeUncounted()
+		rep.StripeCalls += s.takeUncounted()
 		s.metrics.cycleDone(s.cfg.Job, rep)
 		s.cfg.Logger.Info("sweep cycle complete", "job", s.cfg.Job, "rows", rep.Scanned,
 			"duration", rep.Duration.Round(time.Millisecond), "new_findings", rep.NewFindings, "resolved", rep.Resolved)

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -259,6 +260,16 @@ type Sweeper struct {
 	metrics *metrics
 
 	lister lister
+	// sessions is the gateway's SessionGateway (nil when it has none), and
+	// sessionLister list mode's listed sessions (session rows).
+	sessions      payrecon.SessionGateway
+	sessionLister lister
+	// sawSessions is set once a batch held a session row; from then on
+	// list mode's orphans wait for the rows created before them
+	// (deferOrphans), kept in pending meanwhile.
+	sawSessions atomic.Bool
+	pendingMu   sync.Mutex
+	pending     []payrecon.Orphan
 	// slots holds one token per Stripe request in flight (Config.Concurrency).
 	slots chan struct{}
 	// fence is the epoch of the lease held now (0: none).
@@ -277,8 +288,11 @@ func (s *Sweeper) SetBatch(n int) { s.batch.Store(int64(n)) }
 // per job: the metrics carry the job as a label).
 func New(store payrecon.SweepStore, gateway payrecon.Gateway, cfg Config) *Sweeper {
 	cfg = cfg.withDefaults()
-	return &Sweeper{store: store, gateway: gateway, cfg: cfg, metrics: newMetrics(cfg.Registerer),
+	s := &Sweeper{store: store, gateway: gateway, cfg: cfg, metrics: newMetrics(cfg.Registerer),
 		slots: make(chan struct{}, cfg.Concurrency)}
+	s.sessions, _ = gateway.(payrecon.SessionGateway)
+	s.sessionLister.sessions = true
+	return s
 }
 
 // Config returns the effective configuration.
@@ -376,6 +390,15 @@ func (s *Sweeper) runBatch(ctx context.Context, rechecksOnly bool) (BatchReport,
 	}
 	rep.Cursor, rep.CycleStartedAt = cur.LastID, cur.CycleStartedAt
 	if len(rows) == 0 && !rechecksOnly {
+		if pending := s.takePending(); len(pending) > 0 {
+			// The orphans the last batches held back: the table ends here.
+			res, err := s.store.CommitBatch(ctx, payrecon.BatchCommit{Job: s.cfg.Job, From: cur.LastID, Orphans: pending,
+				Now: s.cfg.Clock.Now(), Fence: s.fence.Load(), StuckAfter: s.cfg.StuckAfter})
+			if err != nil {
+				return rep, err
+			}
+			rep.setResult(res)
+		}
 		if err := s.store.Wrap(ctx, s.cfg.Job, cur.LastID, s.fence.Load(), now); err != nil {
 			return rep, err
 		}
@@ -486,7 +509,7 @@ func (s *Sweeper) systemic(checks []payrecon.Check) error {
 // from the list cache carries the read time of the batch that listed it.
 func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, readAt time.Time, more bool) ([]payrecon.Check, []payrecon.Orphan, int, error) {
 	checks := make([]payrecon.Check, len(rows))
-	var need, listable []int
+	var need, listable, sessionNeed, sessionListable []int
 	for i, row := range rows {
 		checks[i].Row = row
 		if s.cfg.Grace > 0 && row.UpdatedAt.After(now.Add(-s.cfg.Grace)) {
@@ -495,8 +518,15 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 			checks[i].RecheckAt, checks[i].RecheckReason = row.UpdatedAt.Add(s.cfg.Grace), payrecon.RecheckGrace
 			continue
 		}
-		if row.IntentID == "" { // nothing to ask Stripe about: a fault in the local row
+		if row.IntentID == "" && row.SessionID == "" { // nothing to ask Stripe about: a fault in the local row
 			checks[i].Decision = payrecon.InvalidLocalRow()
+			continue
+		}
+		if row.IntentID == "" { // checked through its Checkout Session
+			sessionNeed = append(sessionNeed, i)
+			if !row.FromRecheck {
+				sessionListable = append(sessionListable, i)
+			}
 			continue
 		}
 		need = append(need, i)
@@ -526,6 +556,24 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 		}
 	}
 
+	var listedSessions map[string]payrecon.Session
+	if s.sessions != nil && s.cfg.Mode != ModeRetrieve && len(sessionListable) > 1 {
+		var err error
+		var n int
+		listedSessions, n, err = s.listSessionsFor(ctx, rows, sessionListable, readAt, more)
+		calls += n
+		switch {
+		case err == nil:
+		case errors.Is(err, payrecon.ErrConfig):
+			return nil, nil, calls, fmt.Errorf("list checkout sessions: %w", err)
+		case ctx.Err() != nil:
+			return nil, nil, calls, ctx.Err()
+		default:
+			s.cfg.Logger.Warn("listing checkout sessions failed; retrieving them one by one", "job", s.cfg.Job, "error", err)
+			listedSessions = nil
+		}
+	}
+
 	orphans = s.keepOrphans(orphans, listed)
 
 	var retrieve []*payrecon.Check
@@ -535,6 +583,15 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 			checks[i].Decision = payrecon.Classify(rows[i].Status, in.Status)
 			s.judgeMoney(&checks[i], in)
 			continue
+		}
+		retrieve = append(retrieve, &checks[i])
+	}
+	for _, i := range sessionNeed {
+		if cs, ok := listedSessions[rows[i].SessionID]; ok && cs.Status != "" {
+			checks[i].ReadAt = cs.ReadAt
+			if s.judgeSession(&checks[i], cs, now) {
+				continue
+			}
 		}
 		retrieve = append(retrieve, &checks[i])
 	}
@@ -548,7 +605,83 @@ func (s *Sweeper) check(ctx context.Context, rows []payrecon.PaymentRow, now, re
 	for i := range checks {
 		s.dropIgnored(&checks[i])
 	}
-	return checks, orphans, calls, nil
+	if len(sessionNeed) > 0 {
+		s.sawSessions.Store(true)
+	}
+	if s.sawSessions.Load() && len(listable)+len(sessionListable) > 0 {
+		return checks, s.deferOrphans(orphans, checks, rows, append(listable, sessionListable...), more), calls, nil
+	}
+	return checks, sessionOrphans(orphans, checks), calls, nil
+}
+
+// deferOrphans holds back, on a table with session rows, the listed
+// PaymentIntents created after the batch's newest row: a session row
+// created before such an intent may be in the next batches (its intent is
+// created when the customer pays, after the row), and is then read there.
+// Each is reported by the first batch whose rows reach its creation time,
+// unless a session row of that batch (or payrecon_session_intents, at the
+// commit) accounts for it, and every one at the end of the table (more
+// false; a cycle that ends on a full batch reports them at its wrap).
+func (s *Sweeper) deferOrphans(orphans []payrecon.Orphan, checks []payrecon.Check, rows []payrecon.PaymentRow, idx []int, more bool) []payrecon.Orphan {
+	var horizon time.Time
+	for _, i := range idx {
+		if rows[i].CreatedAt.After(horizon) {
+			horizon = rows[i].CreatedAt
+		}
+	}
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	all := sessionOrphans(append(s.pending, orphans...), checks)
+	s.pending = nil
+	seen := make(map[string]bool, len(all))
+	var out []payrecon.Orphan
+	for _, o := range all {
+		switch {
+		case seen[o.IntentID]:
+		case more && o.Created.After(horizon):
+			s.pending = append(s.pending, o)
+		default:
+			out = append(out, o)
+		}
+		seen[o.IntentID] = true
+	}
+	return out
+}
+
+// takePending returns, and forgets, the orphans deferOrphans still holds.
+func (s *Sweeper) takePending() []payrecon.Orphan {
+	s.pendingMu.Lock()
+	defer s.pendingMu.Unlock()
+	p := s.pending
+	s.pending = nil
+	return p
+}
+
+// sessionOrphans drops the listed PaymentIntents that a session row of the
+// batch accounts for: its session's intent, which the row does not record.
+func sessionOrphans(orphans []payrecon.Orphan, checks []payrecon.Check) []payrecon.Orphan {
+	if len(orphans) == 0 {
+		return orphans
+	}
+	var ours map[string]bool
+	for _, c := range checks {
+		if c.Session != nil && c.Session.PaymentIntentID != "" {
+			if ours == nil {
+				ours = map[string]bool{}
+			}
+			ours[c.Session.PaymentIntentID] = true
+		}
+	}
+	if ours == nil {
+		return orphans
+	}
+	out := orphans[:0]
+	for _, o := range orphans {
+		if !ours[o.IntentID] {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // dropIgnored removes the kinds an operator ignores (--ignore-kinds) from a
@@ -623,6 +756,9 @@ func (s *Sweeper) retrieveAll(ctx context.Context, checks []*payrecon.Check, now
 
 func (s *Sweeper) checkOne(ctx context.Context, c *payrecon.Check, now, readAt time.Time) error {
 	c.ReadAt = readAt
+	if c.Row.IntentID == "" && c.Row.SessionID != "" {
+		return s.checkSession(ctx, c, now)
+	}
 	release, err := s.slot(ctx)
 	if err != nil {
 		return err
@@ -729,7 +865,7 @@ func (s *Sweeper) Recheck(ctx context.Context, rows []payrecon.PaymentRow) (Batc
 	var retrieve []*payrecon.Check
 	for i := range rows {
 		checks[i].Row = rows[i]
-		if rows[i].IntentID == "" {
+		if rows[i].IntentID == "" && rows[i].SessionID == "" {
 			checks[i].Decision = payrecon.InvalidLocalRow()
 			continue
 		}

@@ -10,15 +10,6 @@ import (
 	"github.com/payrecon/payrecon/sweep"
 )
 
-// readsPerRow is what a sweep in mode costs per row: auto lists when that
-// is cheaper, so it is planned as list mode.
-func readsPerRow(mode sweep.Mode) float64 {
-	if mode == sweep.ModeRetrieve {
-		return 1
-	}
-	return payrecon.ReadsPerRowList
-}
-
 // readAllocation returns the accounts (the platform's own: "") whose cycle
 // --read-share stretches beyond the sweep's minimum cycle, with the cycle
 // it asks for, and says so in the log. One count of payments.
@@ -34,7 +25,7 @@ func (a *app) readAllocation(pool *pgxpool.Pool, col postgres.AccountColumn, cfg
 	minCycle := max(cfg.MinCycle, 0)
 	var total payrecon.AllocationInput
 	for _, v := range vols {
-		r := payrecon.Allocate(payrecon.AllocationInput{Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: readsPerRow(cfg.Mode), Cycle: minCycle, Share: share})
+		r := payrecon.Allocate(payrecon.AllocationInput{Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: cfg.Mode.ReadsPerRow(), Cycle: minCycle, Share: share})
 		total.Rows += v.Rows
 		total.Transactions += v.Recent
 		if r.Stretched {
@@ -44,7 +35,7 @@ func (a *app) readAllocation(pool *pgxpool.Pool, col postgres.AccountColumn, cfg
 		}
 	}
 	if col.Found { // a platform's allocation is its accounts' summed
-		r := payrecon.Allocate(payrecon.AllocationInput{Rows: total.Rows, Transactions: total.Transactions, ReadsPerRow: readsPerRow(cfg.Mode), Cycle: minCycle, Share: share})
+		r := payrecon.Allocate(payrecon.AllocationInput{Rows: total.Rows, Transactions: total.Transactions, ReadsPerRow: cfg.Mode.ReadsPerRow(), Cycle: minCycle, Share: share})
 		if r.Stretched {
 			a.logger.Warn("the platform's read allocation, summed over its accounts, is short of its accounts' cycles (--read-share)",
 				"rows", total.Rows, "transactions_30d", total.Transactions, "allocation", r.Allocation, "min_cycle", r.MinCycle.Round(time.Second))

@@ -18,7 +18,9 @@ import (
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
+	"github.com/payrecon/payrecon/service"
 	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // cli is the command tree. Each command is a struct with a Run(*app) error
@@ -77,8 +79,64 @@ func workersWithin(workers, maxConns, reserve int) (int, bool) {
 // stripeFlags configure the Stripe client.
 type stripeFlags struct {
 	StripeSecretKey string        `name:"stripe-secret-key" env:"STRIPE_SECRET_KEY" placeholder:"KEY" help:"Stripe secret or restricted key with read access to PaymentIntents (prefer the environment variable: flags show in ps)."`
-	StripeAPIBase   string        `name:"stripe-api-base" env:"STRIPE_API_BASE" placeholder:"URL" help:"Stripe API base URL override (stripe-mock, the simulator); empty for https://api.stripe.com."`
+	StripeAPIBase   string        `name:"stripe-api-base" env:"STRIPE_API_BASE" placeholder:"URL" help:"Stripe API base URL override (stripe-mock, the simulator); empty for ${stripe_api_base}."`
 	StripeTimeout   time.Duration `name:"stripe-timeout" default:"10s" help:"Per-request timeout for Stripe calls."`
+}
+
+// publicListenFlags are the public listener's (the webhook and health):
+// run serves it, config shows it.
+type publicListenFlags struct {
+	WebhookSecret string `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
+	HTTPAddr      string `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"${http_addr_default}" help:"Public address: POST /webhooks/stripe, /healthz and /readyz, nothing else."`
+	HTTPMaxConns  int    `name:"http-max-conns" env:"PAYRECON_HTTP_MAX_CONNS" default:"1000" help:"At most this many connections open at once on --http-addr: at the cap a new one closes the oldest that serves no request (silent, or idle between requests), so a flood of idle connections can neither use up file descriptors nor keep webhooks out."`
+}
+
+// pruneIntervalFlag is run's prune schedule (config shows it).
+type pruneIntervalFlag struct {
+	PruneInterval time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often history past its --retain-* is deleted (a River periodic job, on one replica); 0: never."`
+}
+
+// minCycleFlag is the sweep's minimum cycle: run sleeps by it, status
+// projects the reads with it.
+type minCycleFlag struct {
+	MinCycle time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum. status projects the sweep's reads with it."`
+}
+
+// readShareFlag is the share of Stripe's read allocation the sweep plans
+// (scan, run, status, plan).
+type readShareFlag struct {
+	ReadShare float64 `name:"read-share" default:"0.5" help:"Plan at most this share of Stripe's read allocation (500 reads per transaction over 30 days, at least 10,000; for a platform, summed over its accounts): run stretches an account's cycle rather than read more, status and plan say which accounts' cycles it stretches. 0: no limit."`
+}
+
+// maxAttemptsFlag bounds a repair command's delivery attempts (run, relay).
+type maxAttemptsFlag struct {
+	MaxAttempts int `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered (set on commands queued from now on)."`
+}
+
+// eventsIntervalFlag is the events catch-up's interval (run, events).
+type eventsIntervalFlag struct {
+	EventsInterval time.Duration `name:"events-interval" env:"PAYRECON_EVENTS_INTERVAL" default:"30s" help:"Catch up on Stripe's events (GET /v1/events, the webhook's types) this often, through the webhook's code path: a lost webhook is applied within one interval. Needs Events: Read. run: 0 is off; events without --once: until interrupted."`
+}
+
+// payoutsIntervalFlag is the payouts check's interval (run, payouts).
+type payoutsIntervalFlag struct {
+	PayoutsInterval time.Duration `name:"payouts-interval" env:"PAYRECON_PAYOUTS_INTERVAL" default:"1h" help:"Read Stripe's payouts and their lines and judge settlement this often (a River periodic job under run, on one replica, within --rps; payout.* events read their payout at once). Needs Payouts: Read and Balance: Read (without them the check turns off, said once in the log). run: 0 is off; payouts check without --once: until interrupted."`
+}
+
+// rpsFlag is the Stripe request budget (scan, run, events, payouts).
+type rpsFlag struct {
+	RPS float64 `name:"rps" default:"20" help:"Stripe request budget per second, shared by all concurrent calls (Stripe allows 100/s live, 25/s in a sandbox and per endpoint)."`
+}
+
+// jobFlag names the sweep job (scan, run, status, findings recheck, plan).
+type jobFlag struct {
+	Job string `default:"${job_default}" help:"Sweep job name: its cursor, its lease, the job findings are recorded under, the job whose measured throughput plan uses; a platform's accounts' jobs are <job>/<acct_…>."`
+}
+
+// sweepModeFlag is how the sweep asks Stripe (scan, run; status projects
+// its reads with it).
+type sweepModeFlag struct {
+	Mode string `enum:"retrieve,list,auto" default:"auto" help:"How to ask Stripe: retrieve (one request per row), list (PaymentIntents created in the batch's time window, 100 per request; rows not seen are retrieved), or auto (list when the data makes it cheaper)."`
 }
 
 // check refuses Stripe flags that make no sense.
@@ -112,6 +170,18 @@ through the same idempotent code path that webhooks use; a person reviews the ki
 Exit status: 0 success, 1 error, 2 bad usage or configuration, 3 the job's lease is held by another
 process, 4 the sweep finished but some rows could not be verified.`
 
+// flagVars are the values flag tags interpolate (${name}): defaults from
+// the Go constants that define them, and help generated from the domain,
+// so that neither is retyped as a literal.
+var flagVars = kong.Vars{
+	"job_default":         sweep.DefaultJob,
+	"stuck_after_default": payrecon.DefaultStuckAfter,
+	"http_addr_default":   service.HTTPAddrDefault,
+	"admin_addr_default":  service.AdminAddrDefault,
+	"stripe_api_base":     stripeapi.APIBaseDefault,
+	"kinds":               kindList(),
+}
+
 func (a *app) run(ctx context.Context, args []string) (err error) {
 	a.ctx = ctx
 	a.cli = &cli{}
@@ -123,6 +193,7 @@ func (a *app) run(ctx context.Context, args []string) (err error) {
 		kong.Exit(func(int) { exited = true }),
 		kong.Resolvers(envResolver{a.getenv}),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true, Summary: true}),
+		flagVars,
 	)
 	if err != nil {
 		return fmt.Errorf("build command line: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -38,6 +39,7 @@ type demoCmd struct {
 	JSON     bool          `help:"Print the report as JSON."`
 	Timeout  time.Duration `default:"10m" help:"Give up after this long."`
 	Admin    string        `name:"admin-addr" default:"127.0.0.1:0" help:"Loopback address of the embedded service's console (/console/), River's dashboard and /metrics while the demo runs; port 0 picks a free one (the log says which)."`
+	Accounts int           `placeholder:"N" help:"Play the demo as a platform on Stripe Connect: payments gets the account column (stripe_account_id), its rows spread over the platform's own account and N connected accounts with drift in each, every account swept as its own job through River; the scorecard is per account (at most 2% of --payments, minus one)."`
 	Tamper   int           `hidden:"" help:"Self-test of the check: touch this many in-sync rows behind the canonical writer's back during the run; the demo must then FAIL."`
 	// Throwaway exercises the last resort on purpose, like scripts/lib.sh's
 	// PAYRECON_THROWAWAY_PG.
@@ -47,6 +49,9 @@ type demoCmd struct {
 func (c *demoCmd) Run(a *app) error {
 	if c.Payments < demo.MinPayments {
 		return usageError{fmt.Errorf("--payments must be at least %d (every kind of drift needs a few rows), got %d", demo.MinPayments, c.Payments)}
+	}
+	if c.Accounts < 0 || c.Accounts > demo.MaxAccounts(c.Payments) {
+		return usageError{fmt.Errorf("--accounts must be between 0 and %d for %d payments (every account needs drift of its own), got %d", demo.MaxAccounts(c.Payments), c.Payments, c.Accounts)}
 	}
 	if c.Timeout <= 0 {
 		return usageError{fmt.Errorf("--timeout must be positive, got %s", c.Timeout)}
@@ -70,6 +75,7 @@ func (c *demoCmd) Run(a *app) error {
 		Progress:     prog.update,
 		TamperInSync: c.Tamper,
 		AdminAddr:    c.Admin,
+		Accounts:     c.Accounts,
 	})
 	prog.done()
 	if err != nil {
@@ -157,6 +163,9 @@ func printDemo(a *app, r demo.Report) {
 	wh := r.Webhooks
 	fmt.Fprintf(w, "webhooks before the sweep: %d events, %d deliveries answered 200; %d dropped, %d duplicated, %d intents reordered\n",
 		wh.Events, wh.Delivered, wh.Dropped, wh.Duplicated, wh.Reordered)
+	if wh.WrongAccount > 0 {
+		fmt.Fprintf(w, "  %d delivered as if from another account than their payment's (one per account: account_mismatch, never applied)\n", wh.WrongAccount)
+	}
 	fmt.Fprintf(w, "  webhook handler outcomes: %s\n", formatCounts(wh.Outcomes))
 	if r.GraceOff {
 		fmt.Fprintln(w, "grace window off: every webhook had landed before the sweep started, so no row is in flight")
@@ -187,6 +196,11 @@ func printDemo(a *app, r demo.Report) {
 	fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t\n", width, "total", tot.Injected, tot.Detected, tot.Repaired, tot.LeftForReview, tot.Missed)
 	_ = tw.Flush()
 	fmt.Fprintln(w)
+	if r.Platform != nil {
+		printDemoAccounts(w, *r.Platform)
+		fmt.Fprintln(w)
+	}
+	printDemoSessions(w, r.Sessions)
 
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "false findings\t%d\t(findings on rows or intents not injected with that kind)\n", r.FalseFindings)
@@ -196,8 +210,14 @@ func printDemo(a *app, r demo.Report) {
 		fmt.Fprintf(tw, "rows the webhooks left wrong\t%d\t\n", r.WrongState)
 	}
 	sw := r.Sweep
-	fmt.Fprintf(tw, "sweep cycle\t%s\t%d rows in %d batches, %.0f rows/s; verdicts %s\n", payrecon.FormatDuration(sw.Duration),
-		sw.Rows, sw.Batches, sw.RowsPerSecond, formatVerdicts(sw.Verdicts))
+	if pl := r.Platform; pl != nil {
+		fmt.Fprintf(tw, "sweep cycles\t%s\t%d rows over %d accounts, each its own job in River's queue %q, %.0f rows/s\n", payrecon.FormatDuration(sw.Duration),
+			sw.Rows, len(pl.Accounts), "accounts", sw.RowsPerSecond)
+		fmt.Fprintf(tw, "wrong-account requests\t%d\t(intents read under another account's Stripe-Account: the simulator answers 404)\n", pl.WrongAccountRequests)
+	} else {
+		fmt.Fprintf(tw, "sweep cycle\t%s\t%d rows in %d batches, %.0f rows/s; verdicts %s\n", payrecon.FormatDuration(sw.Duration),
+			sw.Rows, sw.Batches, sw.RowsPerSecond, formatVerdicts(sw.Verdicts))
+	}
 	fmt.Fprintf(tw, "Stripe requests\t%d\t%s (%.1f rows per request); the simulator is in-process, with no latency or rate limit:\n",
 		sw.StripeRequests, formatCounts(sw.StripeByEndpoint), float64(sw.Rows)/float64(max(sw.StripeRequests, 1)))
 	fmt.Fprintf(tw, "\t\tat Stripe's 25 requests/s per endpoint these requests alone take at least %s\n",
@@ -316,4 +336,48 @@ func (dp *demoProgress) done() {
 		}
 	}
 	dp.p.Wait()
+}
+
+// printDemoAccounts prints `demo --accounts`'s scorecard per account, and
+// its total.
+func printDemoAccounts(w io.Writer, p demo.PlatformReport) {
+	fmt.Fprintf(w, "per account (column %s; the platform's own rows and %d connected accounts, each swept as its own job):\n", p.AccountColumn, max(len(p.Accounts)-1, 0))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	width := len("acct_1") + 15
+	fmt.Fprintf(tw, "%-*s\trows\tswept\tinjected\tdetected\trepaired\tleft for review\tmissed\t\n", width, "account")
+	var tot demo.AccountReport
+	for _, a := range p.Accounts {
+		name := a.Account
+		if name == "" {
+			name = "platform"
+		}
+		swept := fmt.Sprint(a.Swept)
+		if !a.Completed {
+			swept = "no cycle"
+		}
+		fmt.Fprintf(tw, "%-*s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\t\n", width, name, a.Rows, swept, a.Injected, a.Detected, a.Repaired, a.LeftForReview, a.Missed)
+		tot.Rows += a.Rows
+		tot.Swept += a.Swept
+		tot.Injected += a.Injected
+		tot.Detected += a.Detected
+		tot.Repaired += a.Repaired
+		tot.LeftForReview += a.LeftForReview
+		tot.Missed += a.Missed
+	}
+	fmt.Fprintf(tw, "%-*s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", width, "total", tot.Rows, tot.Swept, tot.Injected, tot.Detected, tot.Repaired, tot.LeftForReview, tot.Missed)
+	_ = tw.Flush()
+}
+
+// printDemoSessions prints the session rows' scorecard: a line per kind
+// injected on them.
+func printDemoSessions(w io.Writer, s demo.SessionReport) {
+	fmt.Fprintf(w, "Checkout Session rows (a session, no PaymentIntent id): %d\n", s.Rows)
+	for _, k := range s.Kinds {
+		repaired := ""
+		if k.Repairable {
+			repaired = fmt.Sprintf(", %d repaired", k.Repaired)
+		}
+		fmt.Fprintf(w, "  %s: %d injected, %d detected%s, %d left for review, %d missed\n", k.Kind, k.Injected, k.Detected, repaired, k.LeftForReview, k.Missed)
+	}
+	fmt.Fprintln(w)
 }

@@ -20,10 +20,6 @@ type doctorCmd struct {
 	JSON       bool `help:"Print JSON."`
 }
 
-// sessionColumnDefault is the Checkout Session column doctor looks for
-// (design.md, third wave: --session-column).
-const sessionColumnDefault = "stripe_checkout_session_id"
-
 func (c *doctorCmd) Run(a *app) error {
 	if err := checkPositiveInt("--replicas", c.Replicas); err != nil {
 		return err
@@ -43,7 +39,7 @@ func (c *doctorCmd) Run(a *app) error {
 		EventsInterval: c.EventsInterval, RecentWindow: c.Recent, RecentInterval: c.RecentInterval, PayoutsInterval: c.PayoutsInterval,
 		WebhookSecrets: c.WebhookSecret, PingNotify: c.PingNotify,
 		AdminAddr: c.AdminAddr, ConsolePassword: password,
-		AccountColumn: c.AccountColumn, SessionColumn: sessionColumnDefault, ReadShare: c.ReadShare,
+		AccountColumn: c.AccountColumn, SessionColumn: c.SessionColumn, ReadShare: c.ReadShare,
 		Logger: a.logger,
 	}
 	cfg.Notify.URL, cfg.Notify.Secret = nc.NotifyURL, nc.NotifySecret

@@ -10,7 +10,6 @@ import (
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/budget"
 	"github.com/payrecon/payrecon/catchup"
-	"github.com/payrecon/payrecon/internal/redact"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/stripeapi"
 )
@@ -18,16 +17,17 @@ import (
 // eventsCmd is `payrecon events`: the events catch-up on its own.
 type eventsCmd struct {
 	stripeFlags
-	Once     bool          `help:"Catch up from the cursor to the newest event, print what was done, and exit."`
-	Since    time.Duration `default:"72h" help:"First run only (no cursor yet): start from the events created this long ago; at most Stripe's 30 days are used."`
-	Interval time.Duration `name:"events-interval" env:"PAYRECON_EVENTS_INTERVAL" default:"30s" help:"Without --once: catch up this often until interrupted."`
-	RPS      float64       `name:"rps" default:"20" help:"Stripe request budget per second."`
-	Wait     bool          `help:"When another process holds the events lease, wait for it instead of exiting with status 3."`
-	JSON     bool          `help:"Print the summary as JSON."`
+	Once  bool          `help:"Catch up from the cursor to the newest event, print what was done, and exit."`
+	Since time.Duration `default:"72h" help:"First run only (no cursor yet): start from the events created this long ago; at most Stripe's 30 days are used."`
+	eventsIntervalFlag
+	rpsFlag
+	Wait bool `help:"When another process holds the events lease, wait for it instead of exiting with status 3."`
+	JSON bool `help:"Print the summary as JSON."`
 	notifyFlags
 	leaseTimeoutFlag
 	ignoreFlags
 	repairModeFlag
+	sessionColumnFlag
 }
 
 // checkDetectionFlags validates the catch-up and recent-window durations:
@@ -49,7 +49,7 @@ func checkDetectionFlags(interval, recent, recentInterval time.Duration) error {
 }
 
 func (c *eventsCmd) Run(a *app) error {
-	if err := checkDetectionFlags(c.Interval, 0, 0); err != nil {
+	if err := checkDetectionFlags(c.EventsInterval, 0, 0); err != nil {
 		return err
 	}
 	if err := c.leaseTimeoutFlag.check(); err != nil {
@@ -60,7 +60,7 @@ func (c *eventsCmd) Run(a *app) error {
 		return usageError{fmt.Errorf("--since must be positive, got %s", c.Since)}
 	case c.RPS < 0:
 		return usageError{fmt.Errorf("--rps must not be negative, got %g (0 means unlimited)", c.RPS)}
-	case !c.Once && c.Interval == 0:
+	case !c.Once && c.EventsInterval == 0:
 		return usageError{fmt.Errorf("--events-interval 0 without --once does nothing: use --once, or a positive interval")}
 	}
 	if c.Since > catchup.MaxSince {
@@ -83,9 +83,10 @@ func (c *eventsCmd) Run(a *app) error {
 	if err := a.checkAccess(gw, stripeapi.AccessNeeds{Events: true}); err != nil {
 		return err
 	}
-	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
-		"stripe_secret_key", redact.Secret(c.StripeSecretKey), "stripe_api_base", apiBaseShown(c.StripeAPIBase),
-		"since", c.Since, "rps", c.RPS, "events_interval", c.Interval, "repair_mode", c.mode())
+	a.logger.Info("configuration", logAttrs(a.cli.databaseSettings(), c.stripeFlags.settings(), []setting{
+		{"since", "--since", c.Since}, {"rps", "--rps", c.RPS},
+		{"events_interval", "PAYRECON_EVENTS_INTERVAL / --events-interval", c.EventsInterval},
+	}, c.repairModeFlag.settings())...)
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
 	// The webhook's processor: the same dedupe, writer and findings.
 	writer, err := a.notifyingWriter(a.ctx, pool, nc)
@@ -94,6 +95,10 @@ func (c *eventsCmd) Run(a *app) error {
 	}
 	events := postgres.NewEvents(pool, writer, nil)
 	if events.Ignore, err = c.ignore(); err != nil {
+		return err
+	}
+	// checkout.session.* events apply to the row of their session.
+	if events.Sessions, err = a.sessionColumn(pool, c.sessionColumnFlag); err != nil {
 		return err
 	}
 	if events.RepairMode = c.mode(); events.RepairMode.Holds() {
@@ -105,11 +110,11 @@ func (c *eventsCmd) Run(a *app) error {
 	}
 	caught := events.WithSource(payrecon.SourceEvents)
 	cat := catchup.New(gw, caught, postgres.NewEventCursors(pool), catchup.Config{
-		Interval: c.Interval, Since: c.Since, Limiter: limiter, Logger: a.logger.With("component", "events"),
+		Interval: c.EventsInterval, Since: c.Since, Limiter: limiter, Logger: a.logger.With("component", "events"),
 		LeaseFunc: leaseFunc(pool, c.LeaseTimeout), WaitForLease: c.Wait,
 	})
 	if !c.Once {
-		a.logger.Info("catching up continuously; stop with Ctrl-C", "job", cat.Config().Job, "interval", c.Interval)
+		a.logger.Info("catching up continuously; stop with Ctrl-C", "job", cat.Config().Job, "interval", c.EventsInterval)
 		return cat.Run(a.ctx)
 	}
 	rep, err := cat.RunOnce(a.ctx)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payrecon/payrecon"
+	"github.com/payrecon/payrecon/action"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/sweep"
@@ -21,7 +22,7 @@ type findingsCmd struct {
 }
 
 type findingsListCmd struct {
-	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): any finding kind of the README's table, e.g. missed_success, amount_mismatch, settled_not_paid_locally."`
+	Kind      []string      `help:"Only these kinds (repeatable or comma-separated): ${kinds}."`
 	Verdict   []string      `help:"Only these verdicts: repairable, needs_review."`
 	State     string        `enum:"open,resolved,all" default:"open" help:"open, resolved or all."`
 	OlderThan time.Duration `name:"older-than" help:"Only findings detected longer ago than this (e.g. 24h)."`
@@ -87,7 +88,7 @@ func (c *findingsListCmd) Run(a *app) error {
 	}
 	if c.JSON {
 		if fs == nil {
-			fs = []postgres.Finding{}
+			fs = []payrecon.Finding{}
 		}
 		return a.printJSON(fs)
 	}
@@ -137,10 +138,10 @@ type findingsShowCmd struct {
 }
 
 type findingDetail struct {
-	Finding  postgres.Finding        `json:"finding"`
-	Payment  *postgres.PaymentDetail `json:"payment,omitempty"`
-	Repair   *relay.Delivery         `json:"repair,omitempty"`
-	Webhooks []postgres.IntentEvent  `json:"webhook_events"`
+	Finding  payrecon.Finding       `json:"finding"`
+	Payment  *payrecon.Payment      `json:"payment,omitempty"`
+	Repair   *relay.Delivery        `json:"repair,omitempty"`
+	Webhooks []postgres.IntentEvent `json:"webhook_events"`
 	// Transitions are the payment's, oldest first.
 	Transitions []payrecon.PaymentTransition `json:"transitions"`
 }
@@ -197,7 +198,7 @@ func (c *findingsShowCmd) Run(a *app) error {
 }
 
 // getFinding reads a finding, with a clear error when there is none.
-func getFinding(a *app, repo *postgres.Findings, id int64) (postgres.Finding, error) {
+func getFinding(a *app, repo *postgres.Findings, id int64) (payrecon.Finding, error) {
 	f, err := repo.Get(a.ctx, id)
 	if errors.Is(err, payrecon.ErrNotFound) {
 		return f, fmt.Errorf("no finding %d (see payrecon findings list)", id)
@@ -298,7 +299,11 @@ func (c *findingsResolveCmd) Run(a *app) error {
 		return err
 	}
 	defer closePool(pool)
-	f, err := postgres.NewFindings(pool, nil).Resolve(a.ctx, c.ID, by, c.Note)
+	acts, err := action.New(pool, action.Config{})
+	if err != nil {
+		return err
+	}
+	f, err := acts.Resolve(a.ctx, c.ID, action.By{Operator: by}, c.Note)
 	if errors.Is(err, payrecon.ErrNotFound) {
 		return fmt.Errorf("no finding %d (see payrecon findings list)", c.ID)
 	}
@@ -319,9 +324,9 @@ type findingsRecheckCmd struct {
 	// look.
 	moneyFlags
 	repairModeFlag
-	ID   int64  `arg:"" help:"Finding id."`
-	Job  string `default:"payments-vs-stripe" help:"Job the recheck is recorded under."`
-	JSON bool   `help:"Print JSON."`
+	ID int64 `arg:"" help:"Finding id."`
+	jobFlag
+	JSON bool `help:"Print JSON."`
 }
 
 func (c *findingsRecheckCmd) Run(a *app) error {
@@ -334,9 +339,7 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 		return err
 	}
 	defer closePool(pool)
-	repo := postgres.NewFindings(pool, nil)
-	f, err := getFinding(a, repo, c.ID)
-	if err != nil {
+	if _, err := getFinding(a, postgres.NewFindings(pool, nil), c.ID); err != nil {
 		return err
 	}
 	store, err := a.reviewStore(pool, c.mode())
@@ -350,20 +353,26 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 	if store, cfg, _, err = a.withMoney(pool, store, cfg, c.moneyFlags); err != nil {
 		return err
 	}
-	paymentID := int64(0)
-	if f.PaymentID != nil {
-		paymentID = *f.PaymentID
-	} else if paymentID, err = repo.PaymentIDByIntent(a.ctx, f.IntentID); err != nil {
+	// Connect: the row is read, and rechecked, as its own account (its
+	// Stripe-Account, its job), never as the platform.
+	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
+	if err != nil {
 		return err
 	}
-	if paymentID == 0 { // missing_locally, still no local row: what does Stripe say now?
-		in, err := gw.RetrieveIntent(a.ctx, f.IntentID)
-		status := string(in.Status)
-		if errors.Is(err, payrecon.ErrNotFound) {
-			status, err = "(no such PaymentIntent)", nil
-		}
-		if err != nil {
-			return err
+	acts, err := action.New(pool, action.Config{Store: store, Accounts: accounts, Gateway: gw, Sweep: cfg,
+		AccountGateway: func(account string) payrecon.Gateway { return gw.ForAccount(account, nil) }})
+	if err != nil {
+		return err
+	}
+	r, err := acts.Recheck(a.ctx, c.ID, action.By{})
+	if err != nil {
+		return err
+	}
+	f := r.Finding
+	if r.NoLocalRow {
+		status := string(r.IntentStatus)
+		if r.IntentStatus == payrecon.NotFound {
+			status = "(no such PaymentIntent)"
 		}
 		out := map[string]any{"finding_id": f.ID, "kind": f.Kind, "stripe_status": status, "still_open": true,
 			"reason": "the PaymentIntent still has no local payments row"}
@@ -373,40 +382,20 @@ func (c *findingsRecheckCmd) Run(a *app) error {
 		fmt.Fprintf(a.stdout, "finding %d (%s): Stripe says %s; still no local row, the finding stays open\n", f.ID, f.Kind, status)
 		return nil
 	}
-	// Connect: the row is read, and rechecked, as its own account (its
-	// Stripe-Account, its job), never as the platform.
-	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
-	if err != nil {
-		return err
-	}
-	row, err := store.ForAccount(accounts, "").SweepRow(a.ctx, paymentID)
-	if err != nil {
-		return err
-	}
-	cfg.Job = payrecon.AccountJob(cfg.Job, row.Account)
-	s := sweep.New(store.ForAccount(accounts, row.Account), gw.ForAccount(row.Account, nil), cfg)
-	_, checks, err := s.Recheck(a.ctx, []payrecon.PaymentRow{row})
-	if err != nil {
-		return err
-	}
-	after, err := repo.Get(a.ctx, f.ID)
-	if err != nil {
-		return err
-	}
-	ch := checks[0]
+	ch := r.Check
 	if c.JSON {
-		return a.printJSON(map[string]any{"finding": after, "check": map[string]any{
+		return a.printJSON(map[string]any{"finding": f, "check": map[string]any{
 			"local_status": ch.Row.Status, "stripe_status": ch.Observed, "decision": ch.Decision, "error": ch.Err}})
 	}
-	fmt.Fprintf(a.stdout, "payment %d: local %s, Stripe %s → %s", row.ID, row.Status, orDefault(string(ch.Observed), "(not read)"), ch.Decision.Verdict)
+	fmt.Fprintf(a.stdout, "payment %d: local %s, Stripe %s → %s", r.Row.ID, r.Row.Status, orDefault(string(ch.Observed), "(not read)"), ch.Decision.Verdict)
 	if ch.Decision.Kind != "" {
 		fmt.Fprintf(a.stdout, " (%s)", ch.Decision.Kind)
 	}
 	fmt.Fprintf(a.stdout, "\n  %s\n", ch.Decision.Reason)
-	if after.Open() {
+	if f.Open() {
 		fmt.Fprintf(a.stdout, "finding %d stays open\n", f.ID)
 	} else {
-		fmt.Fprintf(a.stdout, "finding %d resolved: %s\n", f.ID, *after.Resolution)
+		fmt.Fprintf(a.stdout, "finding %d resolved: %s\n", f.ID, *f.Resolution)
 	}
 	return nil
 }

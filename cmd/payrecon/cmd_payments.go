@@ -18,15 +18,21 @@ type paymentsCmd struct {
 type paymentsShowCmd struct {
 	Payment string `arg:"" name:"ID|ORDER|PI" help:"The payment: its id, order id or PaymentIntent id."`
 	JSON    bool   `help:"Print JSON."`
+	sessionColumnFlag
 }
 
 // paymentHistory is what `payments show` prints.
 type paymentHistory struct {
-	Payment     postgres.PaymentDetail       `json:"payment"`
+	Payment     payrecon.Payment             `json:"payment"`
 	Transitions []payrecon.PaymentTransition `json:"transitions"`
-	Findings    []postgres.Finding           `json:"findings"`
+	Findings    []payrecon.Finding           `json:"findings"`
 	Repairs     []postgres.RepairCommand     `json:"repair_commands"`
 	Webhooks    []postgres.IntentEvent       `json:"webhook_events"`
+	// CheckoutSession is the session the row records (--session-column),
+	// and SessionIntent the PaymentIntent payrecon saw on it (in the
+	// newest finding's details) that the row does not record.
+	CheckoutSession string `json:"checkout_session,omitempty"`
+	SessionIntent   string `json:"session_payment_intent,omitempty"`
 }
 
 func (c *paymentsShowCmd) Run(a *app) error {
@@ -53,15 +59,29 @@ func (c *paymentsShowCmd) Run(a *app) error {
 	if h.Repairs, err = repo.RepairCommands(a.ctx, p.ID, 1000); err != nil {
 		return err
 	}
-	if h.Webhooks, err = repo.IntentEvents(a.ctx, p.IntentID, 1000); err != nil {
+	sessions, err := postgres.DetectSessionColumn(a.ctx, pool, c.SessionColumn)
+	if err != nil {
 		return err
+	}
+	if h.CheckoutSession, err = repo.PaymentSession(a.ctx, sessions, p.ID); err != nil {
+		return err
+	}
+	intent := p.IntentID
+	if intent == "" && h.CheckoutSession != "" {
+		h.SessionIntent = sessionIntent(h.Findings)
+		intent = h.SessionIntent
+	}
+	if intent != "" {
+		if h.Webhooks, err = repo.IntentEvents(a.ctx, intent, 1000); err != nil {
+			return err
+		}
 	}
 	if c.JSON {
 		if h.Transitions == nil {
 			h.Transitions = []payrecon.PaymentTransition{}
 		}
 		if h.Findings == nil {
-			h.Findings = []postgres.Finding{}
+			h.Findings = []payrecon.Finding{}
 		}
 		if h.Repairs == nil {
 			h.Repairs = []postgres.RepairCommand{}
@@ -76,7 +96,14 @@ func (c *paymentsShowCmd) Run(a *app) error {
 	// Every value comes from the database, some from the application or
 	// Stripe: control characters are shown escaped (term), never sent raw
 	// to the terminal.
-	fmt.Fprintf(tw, "payment\t%d, order %s, intent %s\n", p.ID, term(p.OrderID), term(p.IntentID))
+	fmt.Fprintf(tw, "payment\t%d, order %s, intent %s\n", p.ID, term(p.OrderID), term(orDefault(p.IntentID, "(none)")))
+	if h.CheckoutSession != "" {
+		seen := "no PaymentIntent seen yet"
+		if h.SessionIntent != "" {
+			seen = "its PaymentIntent " + term(h.SessionIntent) + " (not recorded by the row)"
+		}
+		fmt.Fprintf(tw, "checkout session\t%s, %s\n", term(h.CheckoutSession), seen)
+	}
 	fmt.Fprintf(tw, "now\t%s (version %d, updated %s)\n", term(string(p.Status)), p.Version, ago(now, p.UpdatedAt))
 	last := "never"
 	if p.LastReconciledAt != nil {
@@ -131,4 +158,17 @@ func printTransitions(w io.Writer, ts []payrecon.PaymentTransition) {
 		fmt.Fprintf(w, "  %s\t%d: %s → %s (version %d) by %s\n", t.OccurredAt.UTC().Format(time.RFC3339), t.ID,
 			term(string(t.From)), term(string(t.To)), t.Version, by)
 	}
+}
+
+// sessionIntent is the PaymentIntent of a session row's Checkout Session
+// as the newest finding that saw one recorded it ("" when none did).
+func sessionIntent(findings []payrecon.Finding) string {
+	var at time.Time
+	intent := ""
+	for _, f := range findings {
+		if f.Details != nil && f.Details.SessionIntent != "" && (intent == "" || f.DetectedAt.After(at)) {
+			intent, at = f.Details.SessionIntent, f.DetectedAt
+		}
+	}
+	return intent
 }

@@ -32,12 +32,12 @@ type settleAfterFlag struct {
 
 type payoutsCheckCmd struct {
 	stripeFlags
-	Once     bool          `help:"Read and judge once, print what was done, and exit."`
-	Since    retention     `default:"90d" help:"How far back payouts are listed (by their creation): days (90d) or a duration."`
-	Interval time.Duration `name:"payouts-interval" env:"PAYRECON_PAYOUTS_INTERVAL" default:"1h" help:"Without --once: read and judge this often until interrupted."`
-	RPS      float64       `name:"rps" default:"20" help:"Stripe request budget per second."`
-	Wait     bool          `help:"When another process holds the payouts lease, wait for it instead of exiting with status 3."`
-	JSON     bool          `help:"Print the summary as JSON."`
+	Once  bool      `help:"Read and judge once, print what was done, and exit."`
+	Since retention `default:"90d" help:"How far back payouts are listed (by their creation): days (90d) or a duration."`
+	payoutsIntervalFlag
+	rpsFlag
+	Wait bool `help:"When another process holds the payouts lease, wait for it instead of exiting with status 3."`
+	JSON bool `help:"Print the summary as JSON."`
 	settleAfterFlag
 	moneyColumnFlags
 	accountColumnFlag
@@ -54,9 +54,9 @@ func (c *payoutsCheckCmd) Run(a *app) error {
 		return usageError{fmt.Errorf("--since must be positive (e.g. 90d)")}
 	case c.RPS < 0:
 		return usageError{fmt.Errorf("--rps must not be negative, got %g (0 means unlimited)", c.RPS)}
-	case c.Interval < 0:
-		return usageError{fmt.Errorf("--payouts-interval must not be negative, got %s", c.Interval)}
-	case !c.Once && c.Interval == 0:
+	case c.PayoutsInterval < 0:
+		return usageError{fmt.Errorf("--payouts-interval must not be negative, got %s", c.PayoutsInterval)}
+	case !c.Once && c.PayoutsInterval == 0:
 		return usageError{fmt.Errorf("--payouts-interval 0 without --once does nothing: use --once, or a positive interval")}
 	}
 	ignore, err := c.ignore()
@@ -76,7 +76,7 @@ func (c *payoutsCheckCmd) Run(a *app) error {
 	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
 		"stripe_secret_key", redact.Secret(c.StripeSecretKey), "stripe_api_base", apiBaseShown(c.StripeAPIBase),
 		"since", postgres.FormatRetention(time.Duration(c.Since)), "settle_after", postgres.FormatRetention(time.Duration(c.SettleAfter)),
-		"rps", c.RPS, "payouts_interval", c.Interval, "ignore_kinds", ignoredList(ignore))
+		"rps", c.RPS, "payouts_interval", c.PayoutsInterval, "ignore_kinds", ignoredList(ignore))
 	cols, err := a.moneyColumns(pool, c.moneyColumnFlags)
 	if err != nil {
 		return err
@@ -96,7 +96,7 @@ func (c *payoutsCheckCmd) Run(a *app) error {
 		LeaseFunc: leaseFunc(pool, c.LeaseTimeout), WaitForLease: c.Wait || !c.Once,
 	})
 	if !c.Once {
-		a.logger.Info("reading payouts continuously; stop with Ctrl-C", "interval", c.Interval)
+		a.logger.Info("reading payouts continuously; stop with Ctrl-C", "interval", c.PayoutsInterval)
 		for {
 			rep, err := rec.RunOnce(a.ctx)
 			switch {
@@ -105,11 +105,11 @@ func (c *payoutsCheckCmd) Run(a *app) error {
 			case errors.Is(err, payrecon.ErrConfig):
 				return err
 			case err != nil:
-				a.logger.Warn("payouts round failed; trying again next round", "error", err, "next_in", c.Interval)
+				a.logger.Warn("payouts round failed; trying again next round", "error", err, "next_in", c.PayoutsInterval)
 			default:
 				a.logger.Info("payouts round", "summary", rep.Describe(), "duration", rep.Duration.Round(time.Millisecond))
 			}
-			if err := payrecon.Sleep(a.ctx, c.Interval); err != nil {
+			if err := payrecon.Sleep(a.ctx, c.PayoutsInterval); err != nil {
 				return nil
 			}
 		}
@@ -477,7 +477,7 @@ func (a *app) payoutsAccess(f stripeFlags, interval time.Duration) (time.Duratio
 }
 
 // describeSettled says what the payouts said on a settlement finding.
-func describeSettled(d postgres.SettlementDetails) string {
+func describeSettled(d payrecon.SettlementDetails) string {
 	if d.Charges == 0 {
 		return "in no payout read"
 	}

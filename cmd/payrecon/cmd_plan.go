@@ -12,16 +12,16 @@ import (
 )
 
 type planCmd struct {
-	Rows         int64   `help:"N: rows to cover."`
-	Batch        int64   `default:"200" help:"B: rows per run (a periodic sweep)."`
-	RunsPerHour  float64 `name:"runs-per-hour" help:"R: runs per hour (a periodic sweep, like the seed's hourly job)."`
-	Growth       float64 `help:"G: new rows per hour."`
-	RPS          float64 `name:"rps" help:"A continuous sweep instead: Stripe requests per second."`
-	RowsPerReq   float64 `name:"rows-per-request" default:"1" help:"Rows verified per Stripe request: 1 in retrieve mode, about 100 in list mode (measured: 0.01 requests per row)."`
-	FromDB       bool    `name:"from-db" help:"Take N, G and the throughput from the database (the measured sweep) instead of flags."`
-	Job          string  `default:"payments-vs-stripe" help:"With --from-db: the job whose measured throughput to use."`
-	Transactions int64   `help:"Transactions of the last 30 days (for Stripe's read allocation: 500 reads each, at least 10,000); with --from-db, the rows created in the last 30 days."`
-	ReadShare    float64 `name:"read-share" default:"0.5" help:"The share of the read allocation the sweep may plan (run's --read-share)."`
+	Rows        int64   `help:"N: rows to cover."`
+	Batch       int64   `default:"200" help:"B: rows per run (a periodic sweep)."`
+	RunsPerHour float64 `name:"runs-per-hour" help:"R: runs per hour (a periodic sweep, like the seed's hourly job)."`
+	Growth      float64 `help:"G: new rows per hour."`
+	RPS         float64 `name:"rps" help:"A continuous sweep instead: Stripe requests per second."`
+	RowsPerReq  float64 `name:"rows-per-request" default:"1" help:"Rows verified per Stripe request: 1 in retrieve mode, about 100 in list mode (measured: 0.01 requests per row)."`
+	FromDB      bool    `name:"from-db" help:"Take N, G and the throughput from the database (the measured sweep) instead of flags."`
+	jobFlag
+	Transactions int64 `help:"Transactions of the last 30 days (for Stripe's read allocation: 500 reads each, at least 10,000); with --from-db, the rows created in the last 30 days."`
+	readShareFlag
 	accountColumnFlag
 	JSON bool `help:"Print JSON."`
 }

@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/payrecon/payrecon/action"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 )
@@ -15,8 +16,8 @@ type relayCmd struct {
 	DeadLetters bool  `name:"dead-letters" help:"List repair commands and notifications River gave up on (discarded after their last attempt, or cancelled as invalid)."`
 	Retry       int64 `placeholder:"JOB_ID" help:"Retry a dead-lettered repair or notification job now (after fixing its cause)."`
 	Workers     int   `default:"16" help:"Commands applied at once (at most --db-max-conns minus 4)."`
-	MaxAttempts int   `name:"max-attempts" default:"8" help:"Attempts before a command is dead-lettered (set on commands queued from now on)."`
-	JSON        bool  `help:"Print JSON."`
+	maxAttemptsFlag
+	JSON bool `help:"Print JSON."`
 	retainFlags
 	notifyFlags
 }
@@ -91,7 +92,11 @@ func (c *relayCmd) Run(a *app) error {
 		fmt.Fprintln(a.stdout, "retry one with: payrecon relay --retry JOB")
 		return nil
 	case c.Retry != 0:
-		job, err := rl.Retry(a.ctx, c.Retry)
+		acts, err := action.New(pool, action.Config{Relay: rl})
+		if err != nil {
+			return err
+		}
+		job, err := acts.RetryDeadLetter(a.ctx, c.Retry, action.By{})
 		if err != nil {
 			return err
 		}

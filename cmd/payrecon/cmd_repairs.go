@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/payrecon/payrecon/action"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 )
@@ -96,7 +97,11 @@ func (c *repairsApproveCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	rep, err := rl.Approve(a.ctx, c.IDs, c.All, by)
+	acts, err := action.New(pool, action.Config{Relay: rl})
+	if err != nil {
+		return err
+	}
+	rep, err := acts.ApproveRepairs(a.ctx, c.IDs, c.All, action.By{Operator: by})
 	if err != nil {
 		return err
 	}

@@ -7,13 +7,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/catchup"
-	"github.com/payrecon/payrecon/internal/redact"
 	"github.com/payrecon/payrecon/postgres"
 	"github.com/payrecon/payrecon/relay"
 	"github.com/payrecon/payrecon/service"
 	"github.com/payrecon/payrecon/stripeapi"
+	"github.com/payrecon/payrecon/sweep"
 )
 
 // rescueSlack is how much later than --repair-rescue-after a repair job
@@ -30,38 +32,83 @@ type runCmd struct {
 	stripeFlags
 	sweepFlags
 	consoleFlags
-	WebhookSecret  string        `name:"stripe-webhook-secret" env:"STRIPE_WEBHOOK_SECRET" placeholder:"SECRETS" help:"Webhook signing secrets (whsec_…), comma-separated during a rotation; unset disables POST /webhooks/stripe."`
-	HTTPAddr       string        `name:"http-addr" env:"PAYRECON_HTTP_ADDR" default:"127.0.0.1:8080" help:"Public address: POST /webhooks/stripe, /healthz and /readyz, nothing else."`
-	HTTPMaxConns   int           `name:"http-max-conns" env:"PAYRECON_HTTP_MAX_CONNS" default:"1000" help:"At most this many connections open at once on --http-addr: at the cap a new one closes the oldest that serves no request (silent, or idle between requests), so a flood of idle connections can neither use up file descriptors nor keep webhooks out."`
-	MinCycle       time.Duration `name:"min-cycle" default:"1m" help:"Start a new cycle no sooner than this after the last one started (sleeps only when a cycle completes early); 0: no minimum."`
-	Workers        int           `default:"10" help:"Repair commands applied at once (at most --db-max-conns minus 10)."`
-	MaxAttempts    int           `name:"max-attempts" default:"8" help:"Attempts before a repair command is dead-lettered."`
-	RescueAfter    time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River rescues it and another replica applies it, within this plus 40 s (River's rescuer runs every 30 s); each attempt is cut off at a third of this."`
-	EventsInterval time.Duration `name:"events-interval" env:"PAYRECON_EVENTS_INTERVAL" default:"30s" help:"Catch up on Stripe's events (GET /v1/events, the webhook's types) this often, through the webhook's code path: a lost webhook is applied within one interval. Needs Events: Read. 0: off."`
+	publicListenFlags
+	minCycleFlag
+	Workers int `default:"10" help:"Repair commands applied at once (at most --db-max-conns minus 10)."`
+	maxAttemptsFlag
+	RescueAfter time.Duration `name:"repair-rescue-after" default:"30s" help:"A repair job still running after this long belongs to a dead replica: River rescues it and another replica applies it, within this plus 40 s (River's rescuer runs every 30 s); each attempt is cut off at a third of this."`
+	eventsIntervalFlag
 	Recent         time.Duration `name:"recent" default:"0s" help:"Re-verify the rows created within this window, e.g. 72h (list mode, a second sweep job with its own cursor and lease, within the same budget), every --recent-interval, besides the full cycle. 0 (the default): off."`
 	RecentInterval time.Duration `name:"recent-interval" default:"5m" help:"How often the --recent window is re-verified. 0: off."`
 	retainFlags
 	notifyFlags
-	PruneInterval   time.Duration `name:"prune-interval" env:"PAYRECON_PRUNE_INTERVAL" default:"1h" help:"How often history past its --retain-* is deleted (a River periodic job, on one replica); 0: never."`
-	PayoutsInterval time.Duration `name:"payouts-interval" env:"PAYRECON_PAYOUTS_INTERVAL" default:"1h" help:"Read Stripe's payouts and their lines and judge settlement this often (a River periodic job, on one replica, within --rps); payout.* events read their payout at once. Needs Payouts: Read and Balance: Read (without them the check turns off, said once in the log). 0: off."`
+	pruneIntervalFlag
+	payoutsIntervalFlag
 	settleAfterFlag
 }
 
 func (c *runCmd) Run(a *app) error {
-	cfg, err := c.sweepFlags.config()
+	cfg, err := c.sweepConfig(a)
 	if err != nil {
 		return err
 	}
+	rc, err := c.relayConfig()
+	if err != nil {
+		return err
+	}
+	password, err := c.consoleFlags.password()
+	if err != nil {
+		return err
+	}
+	if err := service.CheckAdminExposure(c.AdminAddr, password); err != nil {
+		return configError{err}
+	}
+	c.logConfiguration(a, cfg)
+	pool, err := a.openMigratedDB()
+	if err != nil {
+		return err
+	}
+	defer closePool(pool)
+	sc, sessions, err := c.serviceConfig(a, pool, cfg, rc, password)
+	if err != nil {
+		return err
+	}
+	svc, err := service.New(pool, sc)
+	if err != nil {
+		return configError{err}
+	}
+	if err := a.checkStripe(svc.Gateway()); err != nil {
+		return err
+	}
+	// The sweep reads every intent with its latest charge expanded (Charges:
+	// Read); the catch-up lists events (Events: Read).
+	if err := a.checkAccess(svc.Gateway(), stripeapi.AccessNeeds{Charges: true, Events: c.EventsInterval > 0, Sessions: sessions.Found}); err != nil {
+		return err
+	}
+	err = svc.Run(a.ctx)
+	if errors.Is(err, context.Canceled) && a.ctx.Err() != nil {
+		return nil // SIGINT/SIGTERM: a clean stop
+	}
+	return err
+}
+
+// sweepConfig checks run's flags and returns the sweep's configuration;
+// --workers is lowered to what the connection budget holds.
+func (c *runCmd) sweepConfig(a *app) (sweep.Config, error) {
+	cfg, err := c.sweepFlags.config()
+	if err != nil {
+		return cfg, err
+	}
 	switch {
 	case c.MinCycle < 0:
-		return usageError{fmt.Errorf("--min-cycle must not be negative, got %s (0 means no minimum)", c.MinCycle)}
+		return cfg, usageError{fmt.Errorf("--min-cycle must not be negative, got %s (0 means no minimum)", c.MinCycle)}
 	case c.MinCycle == 0:
 		cfg.MinCycle = -1 // no minimum (a zero Config field would mean the default)
 	default:
 		cfg.MinCycle = c.MinCycle
 	}
 	if err := checkDetectionFlags(c.EventsInterval, c.Recent, c.RecentInterval); err != nil {
-		return err
+		return cfg, err
 	}
 	for _, err := range []error{
 		c.stripeFlags.check(),
@@ -73,81 +120,90 @@ func (c *runCmd) Run(a *app) error {
 		checkSecretList("STRIPE_WEBHOOK_SECRET (--stripe-webhook-secret)", c.WebhookSecret),
 	} {
 		if err != nil {
-			return err
+			return cfg, err
 		}
 	}
 	if cfg.Job == catchup.JobDefault || strings.HasSuffix(cfg.Job, payrecon.RecentJobSuffix) {
-		return usageError{fmt.Errorf("--job %q is reserved (the events catch-up is %q; recent windows end in %q): choose another name", cfg.Job, catchup.JobDefault, payrecon.RecentJobSuffix)}
+		return cfg, usageError{fmt.Errorf("--job %q is reserved (the events catch-up is %q; recent windows end in %q): choose another name", cfg.Job, catchup.JobDefault, payrecon.RecentJobSuffix)}
 	}
 	if c.PruneInterval < 0 {
-		return usageError{fmt.Errorf("--prune-interval must not be negative, got %s (0 means never)", c.PruneInterval)}
+		return cfg, usageError{fmt.Errorf("--prune-interval must not be negative, got %s (0 means never)", c.PruneInterval)}
 	}
 	if c.PayoutsInterval < 0 || (c.PayoutsInterval > 0 && c.PayoutsInterval < time.Second) {
-		return usageError{fmt.Errorf("--payouts-interval must be 0 (off) or at least 1s, got %s", c.PayoutsInterval)}
+		return cfg, usageError{fmt.Errorf("--payouts-interval must be 0 (off) or at least 1s, got %s", c.PayoutsInterval)}
 	}
 	if a.cli.DBMaxConns < runConnMin {
-		return usageError{fmt.Errorf("--db-max-conns %d is too few for run: it needs at least %d (%d besides the repair workers)", a.cli.DBMaxConns, runConnMin, runConnReserve)}
+		return cfg, usageError{fmt.Errorf("--db-max-conns %d is too few for run: it needs at least %d (%d besides the repair workers)", a.cli.DBMaxConns, runConnMin, runConnReserve)}
 	}
 	if w, lowered := workersWithin(c.Workers, a.cli.DBMaxConns, runConnReserve); lowered {
 		a.logger.Warn("fewer repair workers than --workers: the connection budget holds no more", "workers", c.Workers, "db_max_conns", a.cli.DBMaxConns, "effective_workers", w)
 		c.Workers = w
 	}
+	return cfg, nil
+}
+
+// relayConfig is the relay's configuration: workers, attempts, rescue,
+// prune and notifications.
+func (c *runCmd) relayConfig() (relay.Config, error) {
 	rc, err := c.retainFlags.relayConfig(relay.Config{Workers: c.Workers, MaxAttempts: c.MaxAttempts,
 		RescueStuckJobsAfter: c.RescueAfter, JobTimeout: c.RescueAfter / 3, PruneInterval: c.PruneInterval})
 	if err != nil {
-		return err
+		return rc, err
 	}
 	if c.PruneInterval == 0 {
 		rc.PruneInterval = -1 // never (a zero Config field would mean the default)
 	}
 	if rc.Notify, err = c.notifyFlags.config(); err != nil {
-		return err
+		return rc, err
 	}
 	if c.RescueAfter < 3*time.Second {
-		return usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
+		return rc, usageError{fmt.Errorf("--repair-rescue-after must be at least 3s, got %s", c.RescueAfter)}
 	}
-	password, err := c.consoleFlags.password()
-	if err != nil {
-		return err
-	}
-	if err := service.CheckAdminExposure(c.AdminAddr, password); err != nil {
-		return configError{err}
-	}
-	a.logger.Info("configuration", "database_url", redact.URL(a.cli.DatabaseURL),
-		"stripe_secret_key", redact.Secret(c.StripeSecretKey), "stripe_api_base", apiBaseShown(c.StripeAPIBase),
-		"stripe_webhook_secret", redact.SecretList(c.WebhookSecret), "http_addr", c.HTTPAddr, "http_max_conns", c.HTTPMaxConns,
-		"admin_addr", c.AdminAddr, "console_password", c.consoleFlags.describe(), "metrics", c.consoleFlags.describeMetrics(), "job", cfg.Job,
-		"batch", c.Batch, "grace", c.Grace, "rps", c.RPS, "concurrency", c.Concurrency, "mode", c.Mode,
-		"min_cycle", c.MinCycle, "workers", c.Workers, "max_attempts", c.MaxAttempts, "db_max_conns", a.cli.DBMaxConns,
-		"events_interval", c.EventsInterval, "recent", c.Recent, "recent_interval", c.RecentInterval, "prune_interval", c.PruneInterval,
-		"retain_outbox", postgres.FormatRetention(time.Duration(c.RetainOutbox)),
-		"retain_webhook_events", postgres.FormatRetention(time.Duration(c.RetainWebhookEvents)),
-		"retain_river_jobs", postgres.FormatRetention(time.Duration(c.RetainRiverJobs)),
-		"retain_console_samples", postgres.FormatRetention(time.Duration(c.RetainConsoleSamples)),
-		"retain_findings", postgres.FormatRetention(time.Duration(c.RetainFindings)),
-		"amount_column", c.AmountColumn, "currency_column", c.CurrencyColumn, "account_column", c.AccountColumn, "platform_rps", c.PlatformRPS,
-		"ignore_kinds", ignoredList(cfg.Money.Ignore), "intent_metadata", orDefault(c.IntentMetadata, "(any)"),
-		"stuck_after", cfg.StuckAfter.String(), "payouts_interval", c.PayoutsInterval,
-		"settle_after", postgres.FormatRetention(time.Duration(c.SettleAfter)), "verified_refresh", c.VerifiedRefresh,
-		"repair_mode", c.mode())
+	return rc, nil
+}
+
+// logConfiguration logs the effective configuration, secrets redacted,
+// from the flag groups' settings.
+func (c *runCmd) logConfiguration(a *app, cfg sweep.Config) {
+	a.logger.Info("configuration", logAttrs(a.cli.databaseSettings(), c.stripeFlags.settings(), c.publicListenFlags.settings(),
+		c.consoleFlags.settings(), []setting{
+			{"job", "--job", cfg.Job}, {"batch", "--batch", c.Batch}, {"grace", "--grace", c.Grace}, {"rps", "--rps", c.RPS},
+			{"concurrency", "--concurrency", c.Concurrency}, {"mode", "--mode", c.Mode}, {"min_cycle", "--min-cycle", c.MinCycle},
+			{"workers", "--workers", c.Workers}, {"max_attempts", "--max-attempts", c.MaxAttempts},
+			{"db_max_conns", "PAYRECON_DB_MAX_CONNS / --db-max-conns", a.cli.DBMaxConns},
+			{"events_interval", "PAYRECON_EVENTS_INTERVAL / --events-interval", c.EventsInterval},
+			{"recent", "--recent", c.Recent}, {"recent_interval", "--recent-interval", c.RecentInterval},
+		}, c.pruneIntervalFlag.settings(), c.retainFlags.settings(), c.moneyFlags.settings(cfg.Money.Ignore), []setting{
+			{"account_column", "PAYRECON_ACCOUNT_COLUMN / --account-column", c.AccountColumn},
+			{"platform_rps", "PAYRECON_PLATFORM_RPS / --platform-rps", c.PlatformRPS},
+			{"stuck_after", "PAYRECON_STUCK_AFTER / --stuck-after", cfg.StuckAfter.String()},
+			{"payouts_interval", "PAYRECON_PAYOUTS_INTERVAL / --payouts-interval", c.PayoutsInterval},
+			{"settle_after", "PAYRECON_SETTLE_AFTER / --settle-after", postgres.FormatRetention(time.Duration(c.SettleAfter))},
+			{"verified_refresh", "PAYRECON_VERIFIED_REFRESH / --verified-refresh", c.VerifiedRefresh},
+		}, c.repairModeFlag.settings())...)
 	a.logger.Info("notifications", c.notifyFlags.describe()...)
-	pool, err := a.openMigratedDB()
-	if err != nil {
-		return err
-	}
-	defer closePool(pool)
+}
+
+// serviceConfig reads what the database says of payments (the money,
+// account and session columns, the read allocation) and builds the
+// service's configuration.
+func (c *runCmd) serviceConfig(a *app, pool *pgxpool.Pool, cfg sweep.Config, rc relay.Config, password string) (service.Config, postgres.SessionColumn, error) {
 	cols, err := a.moneyColumns(pool, c.moneyColumnFlags)
 	if err != nil {
-		return err
+		return service.Config{}, postgres.SessionColumn{}, err
 	}
 	cfg.Money = cols.Checks(cfg.Money.Ignore)
 	accounts, err := a.accountColumn(pool, c.accountColumnFlag)
 	if err != nil {
-		return err
+		return service.Config{}, postgres.SessionColumn{}, err
+	}
+	sessions, err := a.sessionColumn(pool, c.sessionColumnFlag)
+	if err != nil {
+		return service.Config{}, postgres.SessionColumn{}, err
 	}
 	minCycles, err := a.readAllocation(pool, accounts, cfg, c.ReadShare)
 	if err != nil {
-		return err
+		return service.Config{}, postgres.SessionColumn{}, err
 	}
 	if m, ok := minCycles[""]; ok && !accounts.Found {
 		cfg.MinCycle = m
@@ -162,9 +218,9 @@ func (c *runCmd) Run(a *app) error {
 	}
 	payouts, err := a.payoutsAccess(c.stripeFlags, c.PayoutsInterval)
 	if err != nil {
-		return err
+		return service.Config{}, postgres.SessionColumn{}, err
 	}
-	svc, err := service.New(pool, service.Config{
+	return service.Config{
 		HTTPAddr:        c.HTTPAddr,
 		HTTPMaxConns:    c.HTTPMaxConns,
 		AdminAddr:       c.AdminAddr,
@@ -173,6 +229,7 @@ func (c *runCmd) Run(a *app) error {
 		Sweep:           cfg,
 		MoneyColumns:    cols,
 		Accounts:        accounts,
+		Sessions:        sessions,
 		PlatformRPS:     platformRPS,
 		MinCycles:       minCycles,
 		Events:          catchup.Config{Interval: c.EventsInterval},
@@ -190,23 +247,7 @@ func (c *runCmd) Run(a *app) error {
 		RepairMode:     c.mode(),
 		Payouts:        service.PayoutsConfig{Interval: payouts, SettleAfter: time.Duration(c.SettleAfter)},
 		Logger:         a.logger,
-	})
-	if err != nil {
-		return configError{err}
-	}
-	if err := a.checkStripe(svc.Gateway()); err != nil {
-		return err
-	}
-	// The sweep reads every intent with its latest charge expanded (Charges:
-	// Read); the catch-up lists events (Events: Read).
-	if err := a.checkAccess(svc.Gateway(), stripeapi.AccessNeeds{Charges: true, Events: c.EventsInterval > 0}); err != nil {
-		return err
-	}
-	err = svc.Run(a.ctx)
-	if errors.Is(err, context.Canceled) && a.ctx.Err() != nil {
-		return nil // SIGINT/SIGTERM: a clean stop
-	}
-	return err
+	}, sessions, nil
 }
 
 func contextWithoutCancel(a *app) context.Context { return context.WithoutCancel(a.ctx) }

@@ -21,21 +21,21 @@ import (
 
 // sweepFlags tune the sweep (scan and run).
 type sweepFlags struct {
-	Job         string        `default:"payments-vs-stripe" help:"Sweep job name: the cursor and the lease."`
-	Batch       int           `default:"200" help:"Rows per batch (one transaction per batch)."`
-	Grace       time.Duration `default:"10m" help:"Rows changed more recently than this are in_flight: a webhook is probably on its way."`
-	RPS         float64       `name:"rps" default:"20" help:"Stripe request budget per second, shared by all concurrent calls (Stripe allows 100/s live, 25/s in a sandbox and per endpoint)."`
-	Concurrency int           `default:"8" help:"Stripe calls in flight at most."`
-	Mode        string        `enum:"retrieve,list,auto" default:"auto" help:"How to ask Stripe: retrieve (one request per row), list (PaymentIntents created in the batch's time window, 100 per request; rows not seen are retrieved), or auto (list when the data makes it cheaper)."`
-	ListSkew    time.Duration `name:"list-skew" default:"1m" help:"List mode: widen each batch's creation-time window by this much for clock skew."`
-	MaxOutage   time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
+	jobFlag
+	Batch int           `default:"200" help:"Rows per batch (one transaction per batch)."`
+	Grace time.Duration `default:"10m" help:"Rows changed more recently than this are in_flight: a webhook is probably on its way."`
+	rpsFlag
+	Concurrency int `default:"8" help:"Stripe calls in flight at most."`
+	sweepModeFlag
+	ListSkew  time.Duration `name:"list-skew" default:"1m" help:"List mode: widen each batch's creation-time window by this much for clock skew."`
+	MaxOutage time.Duration `name:"max-outage" default:"5m" help:"Give up after Stripe has been failing systemically for this long."`
 	// LeaseTimeout is shared with the events catch-up (leaseTimeoutFlag).
 	leaseTimeoutFlag
 	repairModeFlag
 	VerifiedRefresh time.Duration `name:"verified-refresh" env:"PAYRECON_VERIFIED_REFRESH" default:"24h" help:"A verified row whose Stripe status did not change gets observed_external_status and last_reconciled_at written at most once per this long, spread over the cycles (its verification is recorded per batch in payrecon's own table); 0 writes every verified row."`
-	StuckAfter      string        `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"requires_action=24h,requires_confirmation=24h,processing=72h,requires_capture=144h" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
+	StuckAfter      string        `name:"stuck-after" env:"PAYRECON_STUCK_AFTER" default:"${stuck_after_default}" help:"A row observed continuously in one in-flight Stripe status longer than its limit gets a stuck_in_flight finding (status=duration,…; off: never)."`
 	PlatformRPS     float64       `name:"platform-rps" env:"PAYRECON_PLATFORM_RPS" default:"50" help:"Connect (--account-column): Stripe requests per second summed over every account and every replica; --rps is then each account's budget. 0: no cap."`
-	ReadShare       float64       `name:"read-share" default:"0.5" help:"Plan at most this share of Stripe's read allocation (500 reads per transaction over 30 days, at least 10,000; for a platform, summed over its accounts): run stretches an account's cycle rather than read more. 0: no limit."`
+	readShareFlag
 	moneyFlags
 }
 
@@ -117,15 +117,19 @@ func (f sweepFlags) config() (sweep.Config, error) {
 }
 
 // withMoney detects the money columns (logging once which checks are off)
-// and returns the store that reads them and the sweep configuration that
-// judges them.
+// and the session column, and returns the store that reads them and the
+// sweep configuration that judges them.
 func (a *app) withMoney(pool *pgxpool.Pool, store *postgres.Store, cfg sweep.Config, f moneyFlags) (*postgres.Store, sweep.Config, postgres.MoneyColumns, error) {
 	cols, err := a.moneyColumns(pool, f.moneyColumnFlags)
 	if err != nil {
 		return nil, cfg, cols, err
 	}
 	cfg.Money = cols.Checks(cfg.Money.Ignore)
-	return store.WithMoneyColumns(cols), cfg, cols, nil
+	sessions, err := a.sessionColumn(pool, f.sessionColumnFlag)
+	if err != nil {
+		return nil, cfg, cols, err
+	}
+	return store.WithMoneyColumns(cols).WithSessionColumn(sessions), cfg, cols, nil
 }
 
 type scanCmd struct {

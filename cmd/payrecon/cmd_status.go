@@ -18,14 +18,14 @@ import (
 )
 
 type statusCmd struct {
-	Estimate bool   `help:"Use PostgreSQL's row estimate instead of count(*) (instant on very large tables)."`
-	JSON     bool   `help:"Print JSON."`
-	Job      string `default:"payments-vs-stripe" help:"Connect: the sweep job whose accounts are summarised (their jobs are <job>/<acct_…>)."`
-	Account  string `placeholder:"acct_…" help:"Connect: show this account's sweep job and events cursor too (\"platform\" for the platform's own rows)."`
+	Estimate bool `help:"Use PostgreSQL's row estimate instead of count(*) (instant on very large tables)."`
+	JSON     bool `help:"Print JSON."`
+	jobFlag
+	Account string `placeholder:"acct_…" help:"Connect: show this account's sweep job and events cursor too (\"platform\" for the platform's own rows)."`
 	moneyFlags
-	ReadShare float64       `name:"read-share" default:"0.5" help:"The share of Stripe's read allocation the sweep may plan (as run's --read-share): status says which accounts' cycles it stretches."`
-	Mode      string        `enum:"retrieve,list,auto" default:"auto" help:"The sweep's mode (as run's --mode), for its reads per row: 1 in retrieve mode, 0.0101 in list or auto mode."`
-	MinCycle  time.Duration `name:"min-cycle" default:"1m" help:"The sweep's minimum cycle (as run's --min-cycle), for its projected reads."`
+	readShareFlag
+	sweepModeFlag
+	minCycleFlag
 }
 
 // allocationStatus is each account's projected reads over Stripe's 30
@@ -48,6 +48,8 @@ type accountAllocation struct {
 type moneyStatus struct {
 	Columns     postgres.MoneyColumns `json:"money_columns"`
 	IgnoreKinds []payrecon.Kind       `json:"ignore_kinds"`
+	// Sessions is the Checkout Session column, as detected.
+	Sessions postgres.SessionColumn `json:"session_column"`
 }
 
 func (c *statusCmd) Run(a *app) error {
@@ -78,19 +80,13 @@ func (c *statusCmd) Run(a *app) error {
 		mon = mon.WithJob(only)
 	}
 	now := a.clock.Now()
-	st, err := mon.Status(a.ctx, now, !c.Estimate, relay.Kind)
+	base := ""
+	if accounts.Found {
+		base = c.Job // the platform's lag is its worst account's
+	}
+	st, as, err := mon.Figures(a.ctx, now, !c.Estimate, relay.Kind, base)
 	if err != nil {
 		return err
-	}
-	var as *postgres.AccountsStatus
-	if accounts.Found {
-		s, err := mon.AccountsStatus(a.ctx, now, c.Job)
-		if err != nil {
-			return err
-		}
-		as = &s
-		// The platform's lag is its worst account's.
-		st.Lag, st.LagKnown = s.Lag, s.Accounts > 0
 	}
 	if only != "" {
 		st.Jobs = slices.DeleteFunc(st.Jobs, func(j postgres.JobStatus) bool { return j.Job != only })
@@ -107,7 +103,11 @@ func (c *statusCmd) Run(a *app) error {
 	if err != nil {
 		return err
 	}
-	ms := moneyStatus{Columns: cols, IgnoreKinds: []payrecon.Kind{}}
+	sessions, err := postgres.DetectSessionColumn(a.ctx, pool, c.SessionColumn)
+	if err != nil {
+		return err
+	}
+	ms := moneyStatus{Columns: cols, IgnoreKinds: []payrecon.Kind{}, Sessions: sessions}
 	for _, k := range payrecon.Kinds {
 		if ignore[k] {
 			ms.IgnoreKinds = append(ms.IgnoreKinds, k)
@@ -147,7 +147,7 @@ func (c *statusCmd) allocation(a *app, pool *pgxpool.Pool, col postgres.AccountC
 	}
 	var total payrecon.AllocationInput
 	for _, v := range vols {
-		in := payrecon.AllocationInput{Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: readsPerRow(mode), Cycle: c.MinCycle, Share: c.ReadShare}
+		in := payrecon.AllocationInput{Rows: v.Rows, Transactions: v.Recent, ReadsPerRow: mode.ReadsPerRow(), Cycle: c.MinCycle, Share: c.ReadShare}
 		out.Accounts = append(out.Accounts, accountAllocation{Account: v.Account, AllocationResult: payrecon.Allocate(in)})
 		total.Rows += v.Rows
 		total.Transactions += v.Recent
@@ -159,7 +159,7 @@ func (c *statusCmd) allocation(a *app, pool *pgxpool.Pool, col postgres.AccountC
 	out.Accounts = out.Accounts[:min(len(out.Accounts), 10)]
 	if col.Found {
 		p := payrecon.Allocate(payrecon.AllocationInput{Rows: total.Rows, Transactions: total.Transactions,
-			ReadsPerRow: readsPerRow(mode), Cycle: c.MinCycle, Share: c.ReadShare})
+			ReadsPerRow: mode.ReadsPerRow(), Cycle: c.MinCycle, Share: c.ReadShare})
 		out.Platform = &p
 	}
 	return out, nil
@@ -211,6 +211,7 @@ func printMoneyStatus(w io.Writer, ms moneyStatus, ignore map[payrecon.Kind]bool
 	fmt.Fprintf(tw, "money checks\tamount %s, currency %s\n",
 		describeMoney(ms.Columns.AmountColumn, ms.Columns.Amount, ms.Columns.AmountProblem),
 		describeMoney(ms.Columns.CurrencyColumn, ms.Columns.Currency, ms.Columns.CurrencyProblem))
+	fmt.Fprintf(tw, "session column\t%s\n", ms.Sessions.Describe())
 	fmt.Fprintf(tw, "ignored kinds\t%s\n", ignoredList(ignore))
 	_ = tw.Flush()
 }

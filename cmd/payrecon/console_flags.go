@@ -9,7 +9,7 @@ import (
 
 // consoleFlags configure the admin listener and the console's login.
 type consoleFlags struct {
-	AdminAddr           string `name:"admin-addr" env:"PAYRECON_ADMIN_ADDR" default:"127.0.0.1:8081" help:"Admin address, for operators only: the console (/console/), River's dashboard (/riverui/), /metrics, /healthz, /readyz. Without a console password it must be loopback."`
+	AdminAddr           string `name:"admin-addr" env:"PAYRECON_ADMIN_ADDR" default:"${admin_addr_default}" help:"Admin address, for operators only: the console (/console/), River's dashboard (/riverui/), /metrics, /healthz, /readyz. Without a console password it must be loopback."`
 	ConsolePassword     string `name:"console-password" env:"PAYRECON_CONSOLE_PASSWORD" placeholder:"PASSWORD" help:"Password of the console and River's dashboard (prefer the environment variable or the file: flags show in ps). Unset: open, loopback only."`
 	ConsolePasswordFile string `name:"console-password-file" env:"PAYRECON_CONSOLE_PASSWORD_FILE" placeholder:"PATH" help:"Read the console password from this file (one line; a trailing newline is ignored)."`
 	MetricsPublic       bool   `name:"metrics-public" env:"PAYRECON_METRICS_PUBLIC" help:"Serve the admin address's /metrics without a login although a console password is set. Off (the default): scrapers send the console password by HTTP basic auth (any user name)."`

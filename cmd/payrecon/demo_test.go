@@ -85,6 +85,9 @@ func TestDemoInProcess(t *testing.T) {
 	if rep.Database == "" || demoDatabaseExists(t, rep.Database) {
 		t.Errorf("the demo database %q was not dropped", rep.Database)
 	}
+	if strings.Contains(r.stdout, `"platform"`) {
+		t.Error("a demo without --accounts reports a platform")
+	}
 }
 
 // The check can fail: rows touched behind the canonical writer's back make
@@ -115,6 +118,7 @@ func TestDemoConfigurationErrors(t *testing.T) {
 		{"too few payments", map[string]string{}, []string{"demo", "--payments", "10"}, 2, "--payments must be at least 100"},
 		{"unreachable DATABASE_URL", map[string]string{"DATABASE_URL": "postgres://postgres:secretpw@127.0.0.1:1/postgres?connect_timeout=2"},
 			[]string{"demo", "--payments", "100"}, 2, "DATABASE_URL is set but no PostgreSQL answers there"},
+		{"too many accounts", map[string]string{}, []string{"demo", "--payments", "400", "--accounts", "8"}, 2, "--accounts must be between 0 and 7 for 400 payments"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -132,9 +136,10 @@ func TestDemoConfigurationErrors(t *testing.T) {
 // environment (DATABASE_URL removed unless given).
 func runDemoBinary(t *testing.T, env map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	bin := binary(t) // built first: the build is not the process's time
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), append([]string{"demo"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"demo"}, args...)...)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "DATABASE_URL=") {
 			cmd.Env = append(cmd.Env, kv)
@@ -200,5 +205,91 @@ func TestDemoBinaryThrowawayCluster(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
 		t.Errorf("left behind in TMPDIR: %v", entries)
+	}
+}
+
+// The built binary plays the demo as a platform on Connect (--accounts):
+// the rows spread over the platform's own account and three connected
+// accounts, each swept as its own job through River, every account with
+// drift and all of it found, the scorecard per account adding up to the
+// total, and not one request made under the wrong Stripe-Account.
+func TestDemoBinaryAccounts(t *testing.T) {
+	t.Parallel()
+	code, out, errs := runDemoBinary(t, map[string]string{"DATABASE_URL": pgtest.AdminURL()}, "--payments", "400", "--seed", "3", "--accounts", "3", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errs)
+	}
+	var rep struct {
+		demoJSON
+		Platform *struct {
+			AccountColumn string `json:"account_column"`
+			Accounts      []struct {
+				Account       string `json:"account"`
+				Job           string `json:"job"`
+				Rows          int    `json:"rows"`
+				Swept         int    `json:"swept"`
+				Completed     bool   `json:"completed"`
+				Injected      int    `json:"injected"`
+				Detected      int    `json:"detected"`
+				Repaired      int    `json:"repaired"`
+				LeftForReview int    `json:"left_for_review"`
+				Missed        int    `json:"missed"`
+			} `json:"accounts"`
+			WrongAccountRequests int64 `json:"wrong_account_requests"`
+		} `json:"platform"`
+		Events struct {
+			Lost     int `json:"lost"`
+			CaughtUp int `json:"caught_up"`
+		} `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("demo --json: %v\n%s", err, out)
+	}
+	if !rep.OK || len(rep.Problems) != 0 || rep.FalseFindings != 0 || rep.InSyncTouched != 0 || rep.ReviewTouched != 0 {
+		t.Errorf("ok %v, problems %v, false findings %d, touched %d/%d", rep.OK, rep.Problems, rep.FalseFindings, rep.InSyncTouched, rep.ReviewTouched)
+	}
+	pl := rep.Platform
+	if pl == nil || pl.AccountColumn != "stripe_account_id" || len(pl.Accounts) != 4 || pl.Accounts[0].Account != "" {
+		t.Fatalf("platform report %+v", pl)
+	}
+	if pl.WrongAccountRequests != 0 {
+		t.Errorf("%d requests under the wrong Stripe-Account", pl.WrongAccountRequests)
+	}
+	var rows, injected, detected, repaired int
+	for _, a := range pl.Accounts {
+		if want := payrecon.AccountJob("payments-vs-stripe", a.Account); a.Job != want {
+			t.Errorf("account %q's job is %q, want %q", a.Account, a.Job, want)
+		}
+		if a.Account != "" && !payrecon.ValidAccountID(a.Account) {
+			t.Errorf("account id %q", a.Account)
+		}
+		if !a.Completed || a.Swept != a.Rows || a.Rows < 90 || a.Injected == 0 || a.Detected != a.Injected || a.Missed != 0 || a.Repaired == 0 {
+			t.Errorf("account %q: %+v", a.Account, a)
+		}
+		rows, injected, detected, repaired = rows+a.Rows, injected+a.Injected, detected+a.Detected, repaired+a.Repaired
+	}
+	var kindsInjected, kindsDetected, kindsRepaired int
+	for _, k := range rep.Kinds {
+		kindsInjected, kindsDetected, kindsRepaired = kindsInjected+k.Injected, kindsDetected+k.Detected, kindsRepaired+k.Repaired
+		if k.Missed != 0 {
+			t.Errorf("%s: %d missed", k.Kind, k.Missed)
+		}
+	}
+	if rows != 400 || rep.Sweep.Rows != 400 || injected != kindsInjected || detected != kindsDetected || repaired != kindsRepaired {
+		t.Errorf("accounts add up to %d rows (sweep %d), %d/%d/%d injected/detected/repaired; the kinds to %d/%d/%d",
+			rows, rep.Sweep.Rows, injected, detected, repaired, kindsInjected, kindsDetected, kindsRepaired)
+	}
+	// One webhook per account came from another account: never applied
+	// (the review rows untouched), each an account_mismatch.
+	for _, k := range rep.Kinds {
+		if k.Kind == string(payrecon.KindAccountMismatch) && (k.Injected != 4 || k.Detected != 4 || k.LeftForReview+k.Repaired > 4) {
+			t.Errorf("account_mismatch: %+v", k)
+		}
+	}
+	if rep.Events.Lost == 0 || rep.Events.CaughtUp != rep.Events.Lost {
+		t.Errorf("live events: %d of %d lost caught up", rep.Events.CaughtUp, rep.Events.Lost)
+	}
+	if strings.Contains(errs, "level=ERROR") {
+		t.Errorf("errors logged:\n%s", errs)
 	}
 }

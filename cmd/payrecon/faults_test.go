@@ -27,9 +27,10 @@ import (
 // code, stdout and stderr.
 func runBinary(t *testing.T, env map[string]string, timeout time.Duration, args ...string) (int, string, string) {
 	t.Helper()
+	bin := binary(t) // built first: the build is not the process's time
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)

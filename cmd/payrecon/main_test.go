@@ -223,7 +223,7 @@ func TestConfigurationErrorsAreOneClearLine(t *testing.T) {
 func TestClassifyTableMatchesDomain(t *testing.T) {
 	t.Parallel()
 	r := runCLI(t, map[string]string{}, "classify", "--table")
-	if r.code != 0 || r.stdout != payrecon.FormatDecisionTable()+"\n"+payrecon.FormatMoneyTable()+"\n"+payrecon.FormatSettlementTable() {
+	if r.code != 0 || r.stdout != payrecon.FormatDecisionTable()+"\n"+payrecon.FormatSessionTable()+"\n"+payrecon.FormatMoneyTable()+"\n"+payrecon.FormatSettlementTable() {
 		t.Errorf("classify --table exit %d:\n%s", r.code, r.stdout)
 	}
 	r = runCLI(t, map[string]string{}, "classify", "failed", "succeeded")

@@ -19,6 +19,28 @@ type moneyFlags struct {
 	ignoreFlags
 	IntentMetadata string `name:"intent-metadata" placeholder:"KEY=VALUE" help:"Only listed PaymentIntents carrying this metadata are payrecon's: others (made by other systems in the same account) are never missing_locally."`
 	accountColumnFlag
+	sessionColumnFlag
+}
+
+// sessionColumnFlag names the column of Checkout Sessions (scan, run,
+// config, status, doctor).
+type sessionColumnFlag struct {
+	SessionColumn string `name:"session-column" env:"PAYRECON_SESSION_COLUMN" default:"stripe_checkout_session_id" help:"The payments column holding each row's Checkout Session (cs_…). Present: a row with a session and no PaymentIntent id is checked through its session (and checkout.session.* webhooks apply to it). Absent: such rows are invalid_local_row. payrecon never adds it."`
+}
+
+// sessionColumn detects the session column and says once in the log
+// whether session rows are checked.
+func (a *app) sessionColumn(pool *pgxpool.Pool, f sessionColumnFlag) (postgres.SessionColumn, error) {
+	col, err := postgres.DetectSessionColumn(a.ctx, pool, f.SessionColumn)
+	if err != nil {
+		return col, err
+	}
+	if col.Found {
+		a.logger.Info("Checkout Sessions: rows with a session and no PaymentIntent are checked through the session", "session_column", col.Column)
+	} else {
+		a.logger.Debug("no session column", "session_column", f.SessionColumn, "why", col.Problem)
+	}
+	return col, nil
 }
 
 // accountColumnFlag names the column of connected accounts (Connect: scan,
@@ -79,6 +101,8 @@ func (f moneyFlags) metadata() (map[string]string, error) {
 	return map[string]string{strings.TrimSpace(k): v}, nil
 }
 
+// kindList names every finding kind, for errors and help texts (the
+// ${kinds} of flag tags).
 func kindList() string {
 	s := make([]string, len(payrecon.Kinds))
 	for i, k := range payrecon.Kinds {
@@ -128,7 +152,7 @@ func describeMoney(col string, on bool, problem string) string {
 // describeStripeMoney says in a line what Stripe said about the money when
 // a finding was recorded: "5,000 JPY captured, 5,000 refunded (seen
 // 2026-11-30 10:00 UTC); the intent asks 5,000, received 5,000".
-func describeStripeMoney(d postgres.FindingDetails) string {
+func describeStripeMoney(d payrecon.FindingDetails) string {
 	cur := strings.ToUpper(d.Currency)
 	asked := fmt.Sprintf("the intent asks %s %s, received %s", thousands(d.Amount), cur, thousands(d.AmountReceived))
 	c := d.Charge
@@ -151,7 +175,7 @@ func describeStripeMoney(d postgres.FindingDetails) string {
 }
 
 // describeLocalMoney says what the row held when the finding was recorded.
-func describeLocalMoney(d postgres.FindingDetails) string {
+func describeLocalMoney(d payrecon.FindingDetails) string {
 	amount := "NULL"
 	if d.LocalAmount != nil {
 		amount = thousands(*d.LocalAmount)

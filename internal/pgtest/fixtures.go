@@ -3,6 +3,7 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -94,8 +95,21 @@ func Exec(t testing.TB, pool *pgxpool.Pool, sql string, args ...any) {
 
 // CheckQueries prepares every statement of set on the test's database, so
 // that a statement that no longer matches the schema, or does not parse,
-// fails a test instead of a request.
+// fails a test instead of a request. A file of several statements (SET …;
+// SET …) has each prepared on its own.
 func CheckQueries(t testing.TB, pool *pgxpool.Pool, set sqlq.Set) {
+	t.Helper()
+	stmts := map[string]string{}
+	for _, name := range set.Names() {
+		stmts[name] = set.Get(name)
+	}
+	CheckStatements(t, pool, stmts)
+}
+
+// CheckStatements prepares each statement (by name) on the test's
+// database, each of a multi-statement string on its own; named parameters
+// (@name) are rewritten as pgx does.
+func CheckStatements(t testing.TB, pool *pgxpool.Pool, stmts map[string]string) {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pool.Acquire(ctx)
@@ -103,17 +117,91 @@ func CheckQueries(t testing.TB, pool *pgxpool.Pool, set sqlq.Set) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	for _, name := range set.Names() {
-		sql, _, err := pgx.NamedArgs{}.RewriteQuery(ctx, conn.Conn(), set.Get(name), nil)
-		if err != nil {
-			t.Errorf("query %s: %v", name, err)
-			continue
+	names := make([]string, 0, len(stmts))
+	for name := range stmts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		parts := SplitStatements(stmts[name])
+		if len(parts) == 0 {
+			t.Errorf("query %s: no statement", name)
 		}
-		if strings.Count(strings.TrimSuffix(strings.TrimSpace(sql), ";"), ";") > 0 {
-			continue // several simple statements (SET …; SET …): cannot be prepared
-		}
-		if _, err := conn.Conn().Prepare(ctx, "", sql); err != nil {
-			t.Errorf("query %s does not prepare: %v", name, err)
+		for i, part := range parts {
+			sql, _, err := pgx.NamedArgs{}.RewriteQuery(ctx, conn.Conn(), part, nil)
+			if err != nil {
+				t.Errorf("query %s, statement %d: %v", name, i+1, err)
+				continue
+			}
+			if _, err := conn.Conn().Prepare(ctx, "", sql); err != nil {
+				t.Errorf("query %s, statement %d does not prepare: %v", name, i+1, err)
+			}
 		}
 	}
+}
+
+// SplitStatements cuts SQL at the semicolons that end statements: not
+// those inside quotes ('…', "…"), dollar quotes ($$…$$, $tag$…$tag$) or
+// comments (-- …, /* … */). Parts holding only comments and space are
+// dropped.
+func SplitStatements(sql string) []string {
+	var (
+		out     []string
+		start   int
+		content bool // the current part has more than comments and space
+	)
+	for i := 0; i < len(sql); i++ {
+		switch c := sql[i]; {
+		case c == '-' && strings.HasPrefix(sql[i:], "--"):
+			if j := strings.IndexByte(sql[i:], '\n'); j >= 0 {
+				i += j
+			} else {
+				i = len(sql)
+			}
+		case c == '/' && strings.HasPrefix(sql[i:], "/*"):
+			if j := strings.Index(sql[i+2:], "*/"); j >= 0 {
+				i += j + 3
+			} else {
+				i = len(sql)
+			}
+		case c == '\'' || c == '"':
+			content = true
+			for i++; i < len(sql) && sql[i] != c; i++ {
+			}
+		case c == '$':
+			content = true
+			if tag, ok := dollarTag(sql[i:]); ok {
+				if j := strings.Index(sql[i+len(tag):], tag); j >= 0 {
+					i += len(tag) + j + len(tag) - 1
+				} else {
+					i = len(sql)
+				}
+			}
+		case c == ';':
+			if content {
+				out = append(out, strings.TrimSpace(sql[start:i]))
+			}
+			start, content = i+1, false
+		case c != ' ' && c != '\t' && c != '\n' && c != '\r':
+			content = true
+		}
+	}
+	if content {
+		out = append(out, strings.TrimSpace(sql[start:]))
+	}
+	return out
+}
+
+// dollarTag returns the dollar-quote tag s starts with ($$ or $name$).
+func dollarTag(s string) (string, bool) {
+	for j := 1; j < len(s); j++ {
+		switch c := s[j]; {
+		case c == '$':
+			return s[:j+1], true
+		case c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || j > 1 && '0' <= c && c <= '9':
+		default:
+			return "", false
+		}
+	}
+	return "", false
 }

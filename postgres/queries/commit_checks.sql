@@ -36,7 +36,9 @@
 -- Parameters:
 --   @checks      the batch's rows, a JSON array of objects (postgres.checkRow):
 --                payment_id, always (write its columns whatever changed),
---                version, intent_id, local_status, updated_at
+--                version, intent_id, session_id (the row's Checkout Session,
+--                compared as the intent is: '' without the session column),
+--                local_status, updated_at
 --                (as read, NULL when NULL), read_at (the database's time
 --                taken before Stripe was asked for this answer), observed
 --                (NULL: Stripe not read), verdict, kind, command, reason,
@@ -71,7 +73,7 @@
 WITH input AS (
     SELECT *
       FROM json_to_recordset(@checks::json) AS t(
-           payment_id bigint, always boolean, version bigint, intent_id text, local_status text,
+           payment_id bigint, always boolean, version bigint, intent_id text, session_id text, local_status text,
            updated_at timestamptz, read_at timestamptz, observed text,
            verdict text, kind text, command text, reason text, heals boolean,
            recheck_at timestamptz, recheck_reason text, err text,
@@ -106,6 +108,7 @@ judged AS (
        AND p.status = i.local_status
        AND p.updated_at IS NOT DISTINCT FROM i.updated_at
        AND coalesce(p.stripe_payment_intent_id, '') = i.intent_id
+       AND ''::text /*session_of:p*/ = coalesce(i.session_id, '')
        AND true /*account:p*/
        AND (p.last_reconciled_at IS NULL OR p.last_reconciled_at <= i.read_at)
        AND NOT EXISTS (SELECT 1 FROM newer r WHERE r.ids @> p.id AND r.read_max > i.read_at)
@@ -123,6 +126,7 @@ written AS (
        AND p.status = i.local_status
        AND p.updated_at IS NOT DISTINCT FROM i.updated_at
        AND coalesce(p.stripe_payment_intent_id, '') = i.intent_id
+       AND ''::text /*session_of:p*/ = coalesce(i.session_id, '')
        AND true /*account:p*/
        AND (p.last_reconciled_at IS NULL OR p.last_reconciled_at <= i.read_at)
     RETURNING p.id

@@ -9,7 +9,8 @@
 --                  the platform's own), with the account column in the
 --                  marker (postgres.AccountColumn)
 --   @limit
-SELECT id, payment_id, coalesce(stripe_payment_intent_id, ''), kind, verdict, local_status,
+SELECT id, payment_id, coalesce(stripe_payment_intent_id, ''),
+       coalesce((SELECT o.order_id FROM payments o WHERE o.id = reconciliation_findings.payment_id), ''), kind, verdict, local_status,
        coalesce(external_status, ''), reason, coalesce(repair_command, ''), coalesce(repair_outcome, ''),
        coalesce(job, ''), detected_at, resolved_at, resolution, coalesce(resolved_by, ''),
        coalesce(resolution_note, ''), details

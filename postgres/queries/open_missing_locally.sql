@@ -11,7 +11,8 @@
 --   @local_status           the placeholder for "no local row"
 --   @now                    detected at
 -- Returns the id of each finding opened (none for an intent that has a local
--- row or an open finding already).
+-- row, is a session row's session's intent (payrecon_session_intents), or
+-- has an open finding already).
 WITH input AS (
     SELECT * FROM unnest(@intent_ids::text[], @statuses::text[]) AS t(intent_id, status)
 )
@@ -21,5 +22,6 @@ INSERT INTO reconciliation_findings
 SELECT NULL, i.intent_id, @kind, @verdict, @local_status, i.status, @reason, @job, @now
   FROM input i
  WHERE NOT EXISTS (SELECT 1 FROM payments p WHERE p.stripe_payment_intent_id = i.intent_id)
+   AND NOT EXISTS (SELECT 1 FROM payrecon_session_intents s WHERE s.intent_id = i.intent_id)
     ON CONFLICT DO NOTHING
 RETURNING id

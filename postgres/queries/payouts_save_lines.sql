@@ -1,6 +1,8 @@
 -- Record a payout's lines, read in full, in one statement: one row per
 -- balance transaction whatever how often it is read (the id is the key),
--- each matched to the local payment of its PaymentIntent; then the
+-- each matched to the local payment of its PaymentIntent (the row that
+-- records it, else the session row whose Checkout Session named it:
+-- payrecon_session_intents); then the
 -- payout's totals, and that its lines were read under its current status.
 -- Returns how many lines were new and how many were written.
 --   @payout_id, @account   the payout
@@ -23,7 +25,8 @@ written AS (
             converted, created, source_id, source_type, charge_id, payment_intent_id, payment_id, read_at)
     SELECT i.balance_transaction_id, @payout_id, @account, i.type, i.reporting_category, i.amount, i.fee, i.net,
            i.currency, i.converted, i.created, i.source_id, i.source_type, i.charge_id, i.payment_intent_id,
-           (SELECT pay.id FROM payments pay WHERE pay.stripe_payment_intent_id = i.payment_intent_id ORDER BY pay.id LIMIT 1),
+           coalesce((SELECT pay.id FROM payments pay WHERE pay.stripe_payment_intent_id = i.payment_intent_id ORDER BY pay.id LIMIT 1),
+                    (SELECT si.payment_id FROM payrecon_session_intents si WHERE si.intent_id = i.payment_intent_id)),
            @now
       FROM input i
         ON CONFLICT (balance_transaction_id) DO UPDATE

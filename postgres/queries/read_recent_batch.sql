@@ -7,11 +7,12 @@
 -- payments_created_at (created_at >= position), ordered by id within equal
 -- created_at by an incremental sort: never a scan of the table.
 -- The local money columns, when payments has them, replace the two NULLs
--- (postgres.MoneyColumns).
+-- (postgres.MoneyColumns); with the session column, each row's Checkout
+-- Session replaces the '' (postgres.SessionColumn).
 --   @job, @limit, @since (now minus the window)
 SELECT c.last_id, c.cycle_started_at, c.last_cycle_completed_at,
        p.id, p.stripe_payment_intent_id, p.status, p.version, p.created_at, p.updated_at,
-       p.money_amount, p.money_currency
+       p.money_amount, p.money_currency, p.session_id
   FROM reconciliation_cursor c
   LEFT JOIN payments cp ON cp.id = c.last_id
  CROSS JOIN LATERAL (
@@ -20,7 +21,8 @@ SELECT c.last_id, c.cycle_started_at, c.last_cycle_completed_at,
        ) pos
   LEFT JOIN LATERAL (
         SELECT pay.id, pay.stripe_payment_intent_id, pay.status, pay.version, pay.created_at, pay.updated_at,
-               NULL::bigint /*amount:pay*/ AS money_amount, NULL::text /*currency:pay*/ AS money_currency
+               NULL::bigint /*amount:pay*/ AS money_amount, NULL::text /*currency:pay*/ AS money_currency,
+               ''::text /*session_of:pay*/ AS session_id
           FROM payments pay
          WHERE pay.created_at >= pos.at
            AND (pay.created_at, pay.id) > (pos.at, pos.after_id)

@@ -10,7 +10,9 @@
 --               succeeded, created since the first automatic payout read
 --               (and since @since) and at least @settle_after ago, in no
 --               line (skipped when @settle_after is 0);
---   local       its payments row, with the money columns
+--   local       its payments row (the row that records it, else the session
+--               row whose Checkout Session named it:
+--               payrecon_session_intents), with the money columns
 --               when the store reads them (NULL otherwise);
 --   settled     what every line of every payout read says of it: charge
 --               lines and their gross, what was kept (all its lines'
@@ -90,7 +92,11 @@ SELECT s.intent_id,
        coalesce(pay.id IS NOT NULL AND agg.unmatched, false) AS unmatched
   FROM scope s
  CROSS JOIN coverage c
-  LEFT JOIN payments pay ON pay.stripe_payment_intent_id = s.intent_id
+  LEFT JOIN LATERAL (
+        SELECT coalesce((SELECT p1.id FROM payments p1 WHERE p1.stripe_payment_intent_id = s.intent_id ORDER BY p1.id LIMIT 1),
+                        (SELECT si.payment_id FROM payrecon_session_intents si WHERE si.intent_id = s.intent_id)) AS id
+       ) m ON true
+  LEFT JOIN payments pay ON pay.id = m.id
   LEFT JOIN agg ON agg.intent_id = s.intent_id
   LEFT JOIN stripe_payouts po ON po.payout_id = agg.payout_id
   LEFT JOIN open o ON o.intent_id = s.intent_id
