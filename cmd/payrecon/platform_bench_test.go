@@ -64,6 +64,7 @@ type platBench struct {
 	procs  []*proc
 	admins []string
 	start  time.Time
+	killed int // the replica the benchmark killed (-1: none)
 }
 
 // newPlatBench seeds payments with the account column, each account's rows
@@ -73,7 +74,7 @@ type platBench struct {
 func newPlatBench(b *testing.B, accounts []benchAccount, column bool) *platBench {
 	b.Helper()
 	ctx := context.Background()
-	pb := &platBench{b: b, url: pgtest.NewURL(b), first: map[string]int64{}}
+	pb := &platBench{b: b, url: pgtest.NewURL(b), first: map[string]int64{}, killed: -1}
 	pb.pool = pgtestPoolB(b, pb.url)
 	pb.sim = simtest.Start(b, stripesim.Config{Seed: 1})
 	if column {
@@ -191,6 +192,11 @@ func (pb *platBench) waitFor(what string, timeout time.Duration, cond func() boo
 	pb.b.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
+		for i, p := range pb.procs {
+			if len(p.done) > 0 && i != pb.killed {
+				pb.b.Fatalf("replica %d exited while waiting for %s:\n%s", i+1, what, tail(p.stderr.String(), 20))
+			}
+		}
 		if time.Now().After(deadline) {
 			pb.b.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
@@ -264,6 +270,7 @@ func BenchmarkPlatformAccounts(b *testing.B) {
 	}
 	pb.waitFor("the second pass", 10*time.Minute, func() bool { return pb.count("SELECT count(*) FROM cycle_audit WHERE n > $1", n0) >= 1000 })
 	victim := pb.procs[replicas-1]
+	pb.killed = replicas - 1
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		b.Fatal(err)
 	}
