@@ -202,6 +202,19 @@ func (r *Findings) PaymentSession(ctx context.Context, col SessionColumn, id int
 	return s, nil
 }
 
+// PaymentIDBySession returns the payment that records a Checkout Session,
+// or 0 (also when payments has no session column: col not found).
+func (r *Findings) PaymentIDBySession(ctx context.Context, col SessionColumn, session string) (int64, error) {
+	if !col.Found {
+		return 0, nil
+	}
+	var id int64
+	if err := r.pool.QueryRow(ctx, sessionSQL(queries.Get("payment_id_by_session"), col), pgx.StrictNamedArgs{"session_id": session}).Scan(&id); err != nil {
+		return 0, fmt.Errorf("look up the payment of checkout session %s: %w", session, err)
+	}
+	return id, nil
+}
+
 // RepairCommandFor returns the outbox id of the repair command queued with
 // the finding, or 0.
 func (r *Findings) RepairCommandFor(ctx context.Context, findingID int64) (int64, error) {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -338,5 +339,23 @@ func TestSessionEventFromAnotherAccount(t *testing.T) {
 	}
 	if n := pgtest.Count(t, b.pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'account_mismatch' AND payment_id = $1", theirs); n != 1 {
 		t.Errorf("%d account_mismatch findings", n)
+	}
+}
+
+// The console's lookup finds a session row (its PaymentIntent id NULL) by
+// its id and by its order, and reads its intent as "".
+func TestConsoleLookupOfASessionRow(t *testing.T) {
+	t.Parallel()
+	b := setupSessionEvents(t)
+	id := b.sessionRow(t, "cs_test_console")
+	reader := postgres.NewConsoleReader(b.pool, postgres.ConsoleConfig{RepairKind: "repair"})
+	for _, q := range []string{fmt.Sprint(id), "order_cs_test_console"} {
+		ms, err := reader.Lookup(context.Background(), q)
+		if err != nil {
+			t.Fatalf("lookup %q: %v", q, err)
+		}
+		if len(ms) != 1 || ms[0].Payment == nil || ms[0].Payment.ID != id || ms[0].IntentID != "" {
+			t.Errorf("lookup %q: %+v", q, ms)
+		}
 	}
 }

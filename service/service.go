@@ -229,6 +229,9 @@ func New(pool *pgxpool.Pool, cfg Config) (*Service, error) {
 	if err := CheckAdminExposure(cfg.AdminAddr, cfg.ConsolePassword); err != nil {
 		return nil, err
 	}
+	if err := cfg.Sweep.Validate(); err != nil {
+		return nil, err
+	}
 	s := &Service{cfg: cfg, pool: pool, log: cfg.Logger, registry: prometheus.NewRegistry(), fatal: make(chan error, 1)}
 	s.registerHTTPMetrics()
 	gw, err := s.newGateway()

@@ -145,7 +145,7 @@ func TestScanOnceSweepsEveryAccount(t *testing.T) {
 func TestFindingsRecheckReadsAsTheRowsAccount(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.seedAccounts(t, map[string]int{"acct_A": 1})
+	b.seedAccounts(t, map[string]int{"acct_A": 2})
 	if r := runCLI(t, b.env, "scan", "--once", "--rps", "0"); r.code != 0 {
 		t.Fatalf("scan: %d %s", r.code, r.stderr)
 	}
@@ -222,5 +222,37 @@ func TestRunReplicasShareAccountsAndSurviveAKill(t *testing.T) {
 	}
 	if replicas != 2 {
 		t.Errorf("%d of the 2 surviving replicas completed account cycles: the work was not spread", replicas)
+	}
+}
+
+// events --once on a platform checks every event against its row's
+// account, as the webhook and run's catch-up do: the platform's own event
+// for a row that records a connected account is never applied and opens
+// account_mismatch. (events once skipped the check: it never set the
+// account column.)
+func TestEventsOnceChecksTheRowsAccount(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.seedAccounts(t, map[string]int{"acct_A": 2})
+	if r := runCLI(t, b.env, "migrate"); r.code != 0 {
+		t.Fatalf("migrate: %d %s", r.code, r.stderr)
+	}
+	// The same intent id, answered on the platform's account: its event is
+	// in the platform's own list, not acct_A's.
+	const id = "pi_acct_A_0001"
+	b.sim.Put(stripesim.Intent{ID: id, Status: payrecon.IntentRequiresPaymentMethod, Created: time.Now().Add(-time.Hour)})
+	if _, err := b.sim.SetStatus(id, payrecon.IntentSucceeded); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, b.env, "events", "--once", "--since", "1h", "--json")
+	if r.code != 0 {
+		t.Fatalf("events exit %d: %s%s", r.code, r.stderr, r.stdout)
+	}
+	pool := pgtestPool(t, b.url)
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM payments WHERE stripe_payment_intent_id = $1 AND status = 'pending' AND version = 0", id); n != 1 {
+		t.Fatalf("the row of acct_A changed by the platform's event (%d rows pending at version 0)\n%s", n, r.stdout)
+	}
+	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'account_mismatch' AND resolved_at IS NULL"); n != 1 {
+		t.Fatalf("%d open account_mismatch findings, want 1\n%s", n, r.stdout)
 	}
 }

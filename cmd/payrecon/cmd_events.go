@@ -28,6 +28,7 @@ type eventsCmd struct {
 	ignoreFlags
 	repairModeFlag
 	sessionColumnFlag
+	accountColumnFlag
 }
 
 // checkDetectionFlags validates the catch-up and recent-window durations:
@@ -99,6 +100,12 @@ func (c *eventsCmd) Run(a *app) error {
 	}
 	// checkout.session.* events apply to the row of their session.
 	if events.Sessions, err = a.sessionColumn(pool, c.sessionColumnFlag); err != nil {
+		return err
+	}
+	// On a platform every event is checked against its row's account: one
+	// whose top-level account is not the row's is never applied and opens
+	// account_mismatch, as at the webhook and in run's catch-up.
+	if events.Accounts, err = a.accountColumn(pool, c.accountColumnFlag); err != nil {
 		return err
 	}
 	if events.RepairMode = c.mode(); events.RepairMode.Holds() {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,7 +18,7 @@ type paymentsCmd struct {
 }
 
 type paymentsShowCmd struct {
-	Payment string `arg:"" name:"ID|ORDER|PI" help:"The payment: its id, order id or PaymentIntent id."`
+	Payment string `arg:"" name:"ID|ORDER|PI|CS" help:"The payment: its id, order id, PaymentIntent id, or Checkout Session id (with --session-column)."`
 	JSON    bool   `help:"Print JSON."`
 	sessionColumnFlag
 }
@@ -42,7 +44,21 @@ func (c *paymentsShowCmd) Run(a *app) error {
 	}
 	defer pool.Close()
 	repo := postgres.NewFindings(pool, nil)
-	p, err := repo.LookupPayment(a.ctx, c.Payment)
+	sessions, err := postgres.DetectSessionColumn(a.ctx, pool, c.SessionColumn)
+	if err != nil {
+		return err
+	}
+	q := c.Payment
+	if strings.HasPrefix(q, "cs_") {
+		id, err := repo.PaymentIDBySession(a.ctx, sessions, q)
+		if err != nil {
+			return err
+		}
+		if id != 0 {
+			q = strconv.FormatInt(id, 10)
+		}
+	}
+	p, err := repo.LookupPayment(a.ctx, q)
 	if errors.Is(err, payrecon.ErrNotFound) {
 		return fmt.Errorf("%w (see payrecon findings list)", err)
 	}
@@ -57,10 +73,6 @@ func (c *paymentsShowCmd) Run(a *app) error {
 		return err
 	}
 	if h.Repairs, err = repo.RepairCommands(a.ctx, p.ID, 1000); err != nil {
-		return err
-	}
-	sessions, err := postgres.DetectSessionColumn(a.ctx, pool, c.SessionColumn)
-	if err != nil {
 		return err
 	}
 	if h.CheckoutSession, err = repo.PaymentSession(a.ctx, sessions, p.ID); err != nil {

@@ -35,7 +35,7 @@ func parseArgs(t *testing.T, args []string, env map[string]string) (map[string]b
 	c := &cli{}
 	getenv := func(k string) string { return env[k] }
 	parser, err := kong.New(c, kong.Name("payrecon"), kong.Exit(func(int) {}), kong.Writers(io.Discard, io.Discard),
-		kong.Resolvers(envResolver{getenv}))
+		kong.Resolvers(envResolver{getenv}), flagVars)
 	if err != nil {
 		t.Fatal(err)
 	}

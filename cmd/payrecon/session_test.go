@@ -48,9 +48,11 @@ func TestSessionRowsThroughTheCLI(t *testing.T) {
 	if n := pgtest.Count(t, pool, "SELECT count(*) FROM reconciliation_findings WHERE kind = 'missed_success' AND payment_id = $1", id); n != 1 {
 		t.Fatalf("%d missed_success findings for the lost checkout.session.completed", n)
 	}
-	r := runCLI(t, b.env, "payments", "show", strconv.FormatInt(id, 10))
-	if r.code != 0 || !strings.Contains(r.stdout, "cs_test_cli, its PaymentIntent pi_of_cs_test_cli (not recorded by the row)") {
-		t.Errorf("payments show: %d\n%s", r.code, r.stdout)
+	for _, q := range []string{strconv.FormatInt(id, 10), "cs_test_cli"} {
+		r := runCLI(t, b.env, "payments", "show", q)
+		if r.code != 0 || !strings.Contains(r.stdout, "cs_test_cli, its PaymentIntent pi_of_cs_test_cli (not recorded by the row)") {
+			t.Errorf("payments show %s: %d\n%s%s", q, r.code, r.stdout, r.stderr)
+		}
 	}
 	// Without the column, the same row is invalid_local_row.
 	if r := runCLI(t, b.env, "scan", "--once", "--session-column", "", "--job", "no-sessions"); r.code != 0 {
