@@ -7,7 +7,8 @@
 //
 // The accounts' work is spread over every running `payrecon run` replica
 // through River, the job queue payrecon already runs on: an account's sweep
-// is a chain of River jobs (SweepKind), one batch each. The job that runs a
+// is a chain of River jobs (SweepKind), one batch each (or, while batches
+// are quick, as many as fit in a slice of two seconds). The job that runs a
 // batch inserts the next one when the batch is done, unique per account, so
 // one batch per account is ever waiting; River's FIFO interleaves the
 // accounts (a big account never starves the small ones), any replica takes
@@ -78,6 +79,10 @@ const (
 	// RescueStuckJobsAfter, 30 s), so that a batch is never taken for a
 	// dead worker's while it runs.
 	batchTime = 8 * time.Second
+	// slice is how long one River job of an account goes on running
+	// batches that finish quickly, before it hands the account's turn to
+	// the next job in the queue.
+	slice = 2 * time.Second
 	// jobTimeout bounds one batch's River job.
 	jobTimeout = 25 * time.Second
 	// heartbeat is how often a replica recounts the replicas.
@@ -374,7 +379,8 @@ type sweepWorker struct {
 // Timeout implements river.Worker.
 func (w *sweepWorker) Timeout(*river.Job[SweepArgs]) time.Duration { return jobTimeout }
 
-// Work runs one batch of the account and inserts the next.
+// Work runs one batch of the account (more while they are quick, up to a
+// slice) and inserts the next job.
 func (w *sweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error {
 	p, a := w.p, job.Args
 	if acct, ok := payrecon.AccountOfJob(p.cfg.Job, a.Job); !ok || acct != a.Account {
@@ -403,6 +409,14 @@ func (w *sweepWorker) Work(ctx context.Context, job *river.Job[SweepArgs]) error
 	} else {
 		next.CycleAt = time.Time{}
 		rep, err = s.RunBatch(bctx)
+		// Quick batches (an account with budget to spare) go on in the
+		// same job for up to a slice: a River job costs a fetch and a
+		// completion, about as much as a small batch itself, and the
+		// account's turn in the queue is a slice of time, not of rows.
+		for err == nil && !rep.Wrapped && ctx.Err() == nil && p.cfg.Clock.Now().Sub(now) < slice {
+			p.metrics.batch(rep)
+			rep, err = s.RunBatch(bctx)
+		}
 	}
 	at := p.cfg.Clock.Now()
 	var sys *sweep.SystemicFailureError

@@ -61,7 +61,10 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 		env["STRIPE_API_BASE"] = rec.Front(t, fmt.Sprint("r", i+1))
 		procs = append(procs, startBinary(t, env, append(args, "--http-addr", freeAddr(t), "--admin-addr", freeAddr(t))...))
 	}
-	frozen := procs[0]
+	// The last replica started: the first is most likely River's leader,
+	// whose rescuer would stop with it (a new leader's rescue then takes
+	// longer than the test should).
+	frozen := procs[2]
 	app := fmt.Sprintf("pid %d)", frozen.cmd.Process.Pid)
 	commits := func(by string) int {
 		return pgtest.Count(t, pool, "SELECT count(*) FROM cursor_audit WHERE app LIKE '%' || $1", by)
@@ -70,7 +73,7 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 	// Freeze it while it reads: its accounts are those it has a request
 	// to Stripe in flight for.
 	reading := func(q simtest.Request) bool {
-		return q.Via == "r1" && q.Account != "" && strings.HasPrefix(q.Path, "/v1/payment_intents/")
+		return q.Via == "r3" && q.Account != "" && strings.HasPrefix(q.Path, "/v1/payment_intents/")
 	}
 	testkit.WaitFor(t, "a read of the first replica in flight", 30*time.Second, func() bool { return len(rec.InFlight(reading)) > 0 })
 	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -81,9 +84,9 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 	for _, q := range rec.InFlight(reading) {
 		held[q.Account] = true
 	}
-	t.Logf("froze r1 (%d commits) reading %v", commits(app), held)
-	// River's rescuer (every 30 s, on the leader) gives r1's running
-	// batches to the others --repair-rescue-after after they started; r1
+	t.Logf("froze r3 (%d commits) reading %v", commits(app), held)
+	// River's rescuer (every 30 s, on the leader) gives r3's running
+	// batches to the others --repair-rescue-after after they started; r3
 	// is woken as soon as that happened, so that, when the rescue came
 	// early enough, its batch is still within its job's timeout and meets
 	// the fence rather than its deadline.
@@ -102,13 +105,13 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 			return pgtest.Count(t, pool, "SELECT count(*) FROM river_job WHERE id = $1 AND state = 'running' AND attempt = $2", r.id, r.attempt) == 0
 		})
 	}
-	t.Logf("r1's batches rescued %s after the freeze", time.Since(stopped).Round(time.Millisecond))
-	// Counted from here, not from the SIGSTOP: a COMMIT r1 had already sent
+	t.Logf("r3's batches rescued %s after the freeze", time.Since(stopped).Round(time.Millisecond))
+	// Counted from here, not from the SIGSTOP: a COMMIT r3 had already sent
 	// when it was stopped completes in the server a moment later (seen
 	// under load), which is no stale write: the continuity check below is
 	// the one that would catch a stale batch.
 	before := commits(app)
-	// The others carry on: every account r1 was reading advances under
+	// The others carry on: every account r3 was reading advances under
 	// another replica.
 	for acct := range held {
 		testkit.WaitFor(t, acct+" to advance under another replica", 75*time.Second, func() bool {
@@ -116,16 +119,16 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 				"payments-vs-stripe/"+acct, stopped, app) > 0
 		})
 	}
-	t.Logf("r1's accounts advanced on the others %s after the freeze", time.Since(stopped).Round(time.Millisecond))
+	t.Logf("r3's accounts advanced on the others %s after the freeze", time.Since(stopped).Round(time.Millisecond))
 	if n := commits(app); n != before {
-		t.Fatalf("r1 committed %d batches while stopped", n-before)
+		t.Fatalf("r3 committed %d batches while stopped", n-before)
 	}
 	if err := frozen.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	woke := time.Now()
-	t.Logf("woke r1 %s after the freeze", woke.Sub(stopped).Round(time.Millisecond))
-	testkit.WaitFor(t, "r1 to give up its stale batches", 60*time.Second, func() bool {
+	t.Logf("woke r3 %s after the freeze", woke.Sub(stopped).Round(time.Millisecond))
+	testkit.WaitFor(t, "r3 to give up its stale batches", 60*time.Second, func() bool {
 		s := frozen.stderr.String()
 		return strings.Contains(s, "account batch discarded") || strings.Contains(s, "context deadline exceeded")
 	})
@@ -168,11 +171,11 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 	if n := b.sim.Stats().WrongAccount; n != 0 {
 		t.Errorf("%d wrong-account reads", n)
 	}
-	// No account read by two live replicas at once. r1's reads from its
+	// No account read by two live replicas at once. r3's reads from its
 	// freeze on are left out: a woken replica finishes the requests of its
 	// stale batch before the fence refuses its commit.
 	live := rec.Requests(func(q simtest.Request) bool {
-		return q.Account != "" && strings.HasPrefix(q.Path, "/v1/payment_intents") && (q.Via != "r1" || q.Done.Before(stopped))
+		return q.Account != "" && strings.HasPrefix(q.Path, "/v1/payment_intents") && (q.Via != "r3" || q.Done.Before(stopped))
 	})
 	for acct, rs := range simtest.ByAccount(live) {
 		if o := simtest.Overlaps(rs); len(o) > 0 {
@@ -181,7 +184,7 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 	}
 	for _, l := range strings.Split(frozen.stderr.String(), "\n") {
 		if strings.Contains(l, "discarded") || strings.Contains(l, "deadline") {
-			t.Logf("r1: %s", l)
+			t.Logf("r3: %s", l)
 		}
 	}
 }

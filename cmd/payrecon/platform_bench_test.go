@@ -64,6 +64,7 @@ type platBench struct {
 	procs  []*proc
 	admins []string
 	start  time.Time
+	killed int // the replica the benchmark killed (-1: none)
 }
 
 // newPlatBench seeds payments with the account column, each account's rows
@@ -73,7 +74,7 @@ type platBench struct {
 func newPlatBench(b *testing.B, accounts []benchAccount, column bool) *platBench {
 	b.Helper()
 	ctx := context.Background()
-	pb := &platBench{b: b, url: pgtest.NewURL(b), first: map[string]int64{}}
+	pb := &platBench{b: b, url: pgtest.NewURL(b), first: map[string]int64{}, killed: -1}
 	pb.pool = pgtestPoolB(b, pb.url)
 	pb.sim = simtest.Start(b, stripesim.Config{Seed: 1})
 	if column {
@@ -116,7 +117,9 @@ func newPlatBench(b *testing.B, accounts []benchAccount, column bool) *platBench
 			FROM (SELECT unnest($1::bigint[]) AS lo, unnest($2::bigint[]) AS hi, unnest($3::text[]) AS acct) v
 			WHERE p.id BETWEEN v.lo AND v.hi`, los, his, names)
 	}
-	pgtest.Exec(b, pb.pool, "VACUUM ANALYZE payments")
+	// The UPDATE left every row's old version behind: rewrite the table,
+	// so that both sides of a comparison read a table of the same shape.
+	pgtest.Exec(b, pb.pool, "VACUUM FULL ANALYZE payments")
 	pb.env = map[string]string{"DATABASE_URL": pb.url, "STRIPE_SECRET_KEY": pb.sim.SecretKey(), "STRIPE_API_BASE": pb.sim.URL()}
 	if err := run(ctx, []string{"migrate"}, func(k string) string { return pb.env[k] }, io.Discard, io.Discard); err != nil {
 		b.Fatal(err)
@@ -189,6 +192,11 @@ func (pb *platBench) waitFor(what string, timeout time.Duration, cond func() boo
 	pb.b.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
+		for i, p := range pb.procs {
+			if len(p.done) > 0 && i != pb.killed {
+				pb.b.Fatalf("replica %d exited while waiting for %s:\n%s", i+1, what, tail(p.stderr.String(), 20))
+			}
+		}
 		if time.Now().After(deadline) {
 			pb.b.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
@@ -262,6 +270,7 @@ func BenchmarkPlatformAccounts(b *testing.B) {
 	}
 	pb.waitFor("the second pass", 10*time.Minute, func() bool { return pb.count("SELECT count(*) FROM cycle_audit WHERE n > $1", n0) >= 1000 })
 	victim := pb.procs[replicas-1]
+	pb.killed = replicas - 1
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		b.Fatal(err)
 	}
