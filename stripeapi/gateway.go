@@ -101,16 +101,8 @@ func (g *Gateway) RetrieveIntent(ctx context.Context, id string) (payrecon.Inten
 	if id == "" {
 		return payrecon.Intent{}, fmt.Errorf("retrieve payment intent: empty id: %w", payrecon.ErrNotFound)
 	}
-	var in payrecon.Intent
 	path := stripe.FormatURLPath("/v1/payment_intents/%s", id) + "?" + retrieveQuery
-	err := g.do(ctx, opRetrieve, func(ctx context.Context) error {
-		body, err := g.get(ctx, path)
-		if err != nil {
-			return err
-		}
-		in, err = decodeIntent(body)
-		return err
-	})
+	in, err := getDecoded(ctx, g, opRetrieve, path, decodeIntent)
 	if err != nil {
 		return payrecon.Intent{}, fmt.Errorf("retrieve payment intent %q: %w", id, err)
 	}
@@ -129,16 +121,8 @@ func (g *Gateway) ListIntents(ctx context.Context, q payrecon.ListQuery) (payrec
 
 // listIntents is ListIntents, with or without the charge expansion.
 func (g *Gateway) listIntents(ctx context.Context, q payrecon.ListQuery, expandCharge bool) (payrecon.IntentPage, error) {
-	var page payrecon.IntentPage
 	path := "/v1/payment_intents?" + listQuery(q, expandCharge)
-	err := g.do(ctx, opList, func(ctx context.Context) error {
-		body, err := g.get(ctx, path)
-		if err != nil {
-			return err
-		}
-		page, err = decodeIntentPage(body)
-		return err
-	})
+	page, err := getDecoded(ctx, g, opList, path, decodeIntentPage)
 	if err != nil {
 		return payrecon.IntentPage{}, fmt.Errorf("list payment intents (after %q): %w", q.StartingAfter, err)
 	}
@@ -192,6 +176,22 @@ func pageLimit(limit int) int64 {
 		return 100
 	}
 	return int64(limit)
+}
+
+// getDecoded is one GET of path (a raw request, with the gateway's retries,
+// budget and error translation, reported as op) whose body decode turns into
+// the value: the retrieves and lists of intents and of Checkout Sessions.
+func getDecoded[T any](ctx context.Context, g *Gateway, op, path string, decode func([]byte) (T, error)) (T, error) {
+	var v T
+	err := g.do(ctx, op, func(ctx context.Context) error {
+		body, err := g.get(ctx, path)
+		if err != nil {
+			return err
+		}
+		v, err = decode(body)
+		return err
+	})
+	return v, err
 }
 
 // do runs call with retries, translates its failure and reports the outcome

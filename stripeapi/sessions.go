@@ -39,16 +39,8 @@ func (g *Gateway) RetrieveSession(ctx context.Context, id string) (payrecon.Sess
 	if id == "" {
 		return payrecon.Session{}, fmt.Errorf("retrieve checkout session: empty id: %w", payrecon.ErrNotFound)
 	}
-	var s payrecon.Session
 	path := stripe.FormatURLPath("/v1/checkout/sessions/%s", id) + "?" + sessionRetrieveQuery
-	err := g.do(ctx, opRetrieve, func(ctx context.Context) error {
-		body, err := g.get(ctx, path)
-		if err != nil {
-			return err
-		}
-		s, err = decodeSession(body)
-		return err
-	})
+	s, err := getDecoded(ctx, g, opRetrieve, path, decodeSession)
 	if err != nil {
 		return payrecon.Session{}, fmt.Errorf("retrieve checkout session %q: %w", id, err)
 	}
@@ -61,16 +53,8 @@ func (g *Gateway) RetrieveSession(ctx context.Context, id string) (payrecon.Sess
 // created as ListIntents is. The caller pages on with StartingAfter = the
 // last session's ID while HasMore.
 func (g *Gateway) ListSessions(ctx context.Context, q payrecon.ListQuery) (payrecon.SessionPage, error) {
-	var page payrecon.SessionPage
 	path := "/v1/checkout/sessions?" + sessionListQuery(q)
-	err := g.do(ctx, opList, func(ctx context.Context) error {
-		body, err := g.get(ctx, path)
-		if err != nil {
-			return err
-		}
-		page, err = decodeSessionPage(body)
-		return err
-	})
+	page, err := getDecoded(ctx, g, opList, path, decodeSessionPage)
 	if err != nil {
 		return payrecon.SessionPage{}, fmt.Errorf("list checkout sessions (after %q): %w", q.StartingAfter, err)
 	}
