@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/internal/pgtest"
 	"github.com/payrecon/payrecon/internal/simtest"
@@ -61,33 +62,79 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 		env["STRIPE_API_BASE"] = rec.Front(t, fmt.Sprint("r", i+1))
 		procs = append(procs, startBinary(t, env, append(args, "--http-addr", freeAddr(t), "--admin-addr", freeAddr(t))...))
 	}
-	// The last replica started: the first is most likely River's leader,
-	// whose rescuer would stop with it (a new leader's rescue then takes
-	// longer than the test should).
-	frozen := procs[2]
+	commitsBy := func(p *proc) int {
+		return pgtest.Count(t, pool, "SELECT count(*) FROM cursor_audit WHERE app LIKE '%' || $1", fmt.Sprintf("pid %d)", p.cmd.Process.Pid))
+	}
+	testkit.WaitFor(t, "every replica to commit batches", 60*time.Second, func() bool {
+		return commitsBy(procs[0]) >= 1 && commitsBy(procs[1]) >= 1 && commitsBy(procs[2]) >= 1
+	})
+	// Freeze a replica that is not River's leader, while it reads: the
+	// leader runs the rescuer, and freezing it would add a new election to
+	// the rescue (seen: past the test's bound). A replica's River client is
+	// the last to have attempted the running batch of an account it has a
+	// request to Stripe in flight for.
+	inFlight := func(via string) func(simtest.Request) bool {
+		return func(q simtest.Request) bool {
+			return q.Via == via && q.Account != "" && strings.HasPrefix(q.Path, "/v1/payment_intents/")
+		}
+	}
+	clientOf := func(acct string) string {
+		var id string
+		_ = pool.QueryRow(t.Context(), "SELECT attempted_by[array_upper(attempted_by, 1)] FROM river_job WHERE kind = 'payrecon_sweep_account' AND state = 'running' AND args->>'account' = $1",
+			acct).Scan(&id)
+		return id
+	}
+	var frozen *proc
+	var name, client string
+	testkit.WaitFor(t, "a read in flight by a replica that is not River's leader", 30*time.Second, func() bool {
+		var leader string
+		if err := pool.QueryRow(t.Context(), "SELECT leader_id FROM river_leader").Scan(&leader); err != nil {
+			return false
+		}
+		for i := range procs {
+			via := fmt.Sprint("r", i+1)
+			for _, q := range rec.InFlight(inFlight(via)) {
+				if c := clientOf(q.Account); c != "" && c != leader {
+					frozen, name, client = procs[i], via, c
+					return true
+				}
+			}
+		}
+		return false
+	})
 	app := fmt.Sprintf("pid %d)", frozen.cmd.Process.Pid)
 	commits := func(by string) int {
 		return pgtest.Count(t, pool, "SELECT count(*) FROM cursor_audit WHERE app LIKE '%' || $1", by)
 	}
-	testkit.WaitFor(t, "the first replica to commit batches", 60*time.Second, func() bool { return commits(app) >= 3 })
-	// Freeze it while it reads: its accounts are those it has a request
-	// to Stripe in flight for.
-	reading := func(q simtest.Request) bool {
-		return q.Via == "r3" && q.Account != "" && strings.HasPrefix(q.Path, "/v1/payment_intents/")
-	}
-	testkit.WaitFor(t, "a read of the first replica in flight", 30*time.Second, func() bool { return len(rec.InFlight(reading)) > 0 })
+	reading := inFlight(name)
 	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
+	// Its accounts: those it has a read in flight for, and every account
+	// whose running batch is its River client's.
 	held := map[string]bool{}
 	for _, q := range rec.InFlight(reading) {
 		held[q.Account] = true
 	}
-	t.Logf("froze r3 (%d commits) reading %v", commits(app), held)
-	// River's rescuer (every 30 s, on the leader) gives r3's running
-	// batches to the others --repair-rescue-after after they started; r3
-	// is woken as soon as that happened, so that, when the rescue came
+	jr, err := pool.Query(t.Context(), "SELECT args->>'account' FROM river_job WHERE kind = 'payrecon_sweep_account' AND state = 'running' AND attempted_by[array_upper(attempted_by, 1)] = $1", client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accts, err := pgx.CollectRows(jr, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range accts {
+		held[a] = true
+	}
+	if len(held) == 0 {
+		t.Fatalf("%s holds no batch at its freeze", name)
+	}
+	t.Logf("froze %s (River client %s; %d commits) holding %v", name, client, commits(app), held)
+	// River's rescuer (every 30 s, on the leader) gives the frozen one's
+	// running batches to the others --repair-rescue-after after they
+	// started; it is woken as soon as that happened, so that, when the rescue came
 	// early enough, its batch is still within its job's timeout and meets
 	// the fence rather than its deadline.
 	type running struct{ id, attempt int64 }
@@ -101,34 +148,37 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 		jobs[acct] = r
 	}
 	for acct, r := range jobs {
-		testkit.WaitFor(t, acct+"'s batch to be rescued", 75*time.Second, func() bool {
+		// River's bound: the batch's job timeout (25 s), then the leader's
+		// next rescuer run (every 30 s), once more if the leader changed
+		// meanwhile (an election), with room for a loaded machine.
+		testkit.WaitFor(t, acct+"'s batch to be rescued", 150*time.Second, func() bool {
 			return pgtest.Count(t, pool, "SELECT count(*) FROM river_job WHERE id = $1 AND state = 'running' AND attempt = $2", r.id, r.attempt) == 0
 		})
 	}
-	t.Logf("r3's batches rescued %s after the freeze", time.Since(stopped).Round(time.Millisecond))
-	// Counted from here, not from the SIGSTOP: a COMMIT r3 had already sent
+	t.Logf("%s's batches rescued %s after the freeze", name, time.Since(stopped).Round(time.Millisecond))
+	// Counted from here, not from the SIGSTOP: a COMMIT the frozen one had already sent
 	// when it was stopped completes in the server a moment later (seen
 	// under load), which is no stale write: the continuity check below is
 	// the one that would catch a stale batch.
 	before := commits(app)
-	// The others carry on: every account r3 was reading advances under
+	// The others carry on: every account the frozen one was reading advances under
 	// another replica.
 	for acct := range held {
-		testkit.WaitFor(t, acct+" to advance under another replica", 75*time.Second, func() bool {
+		testkit.WaitFor(t, acct+" to advance under another replica", 90*time.Second, func() bool {
 			return pgtest.Count(t, pool, "SELECT count(*) FROM cursor_audit WHERE job = $1 AND at > $2 AND app NOT LIKE '%' || $3",
 				"payments-vs-stripe/"+acct, stopped, app) > 0
 		})
 	}
-	t.Logf("r3's accounts advanced on the others %s after the freeze", time.Since(stopped).Round(time.Millisecond))
+	t.Logf("%s's accounts advanced on the others %s after the freeze", name, time.Since(stopped).Round(time.Millisecond))
 	if n := commits(app); n != before {
-		t.Fatalf("r3 committed %d batches while stopped", n-before)
+		t.Fatalf("%s committed %d batches while stopped", name, n-before)
 	}
 	if err := frozen.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	woke := time.Now()
-	t.Logf("woke r3 %s after the freeze", woke.Sub(stopped).Round(time.Millisecond))
-	testkit.WaitFor(t, "r3 to give up its stale batches", 60*time.Second, func() bool {
+	t.Logf("woke %s %s after the freeze", name, woke.Sub(stopped).Round(time.Millisecond))
+	testkit.WaitFor(t, name+" to give up its stale batches", 60*time.Second, func() bool {
 		s := frozen.stderr.String()
 		return strings.Contains(s, "account batch discarded") || strings.Contains(s, "context deadline exceeded")
 	})
@@ -171,11 +221,11 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 	if n := b.sim.Stats().WrongAccount; n != 0 {
 		t.Errorf("%d wrong-account reads", n)
 	}
-	// No account read by two live replicas at once. r3's reads from its
+	// No account read by two live replicas at once. The frozen one's reads from its
 	// freeze on are left out: a woken replica finishes the requests of its
 	// stale batch before the fence refuses its commit.
 	live := rec.Requests(func(q simtest.Request) bool {
-		return q.Account != "" && strings.HasPrefix(q.Path, "/v1/payment_intents") && (q.Via != "r3" || q.Done.Before(stopped))
+		return q.Account != "" && strings.HasPrefix(q.Path, "/v1/payment_intents") && (q.Via != name || q.Done.Before(stopped))
 	})
 	for acct, rs := range simtest.ByAccount(live) {
 		if o := simtest.Overlaps(rs); len(o) > 0 {
@@ -184,7 +234,7 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 	}
 	for _, l := range strings.Split(frozen.stderr.String(), "\n") {
 		if strings.Contains(l, "discarded") || strings.Contains(l, "deadline") {
-			t.Logf("r3: %s", l)
+			t.Logf("%s: %s", name, l)
 		}
 	}
 }
