@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -44,11 +45,21 @@ func CheckJobFence(ctx context.Context, tx pgx.Tx, f JobFence) error {
 	return checkFenceOf(ctx, tx, fmt.Sprintf("river job %d", f.JobID), f)
 }
 
+// FenceIdleTimeout is how long a fenced transaction may sit idle in the
+// server (its process frozen or cut off) before PostgreSQL ends it and
+// releases the River job's row, so that River's rescuer never waits on a
+// frozen replica's commit (queries/job_fence_idle_timeout.sql).
+const FenceIdleTimeout = 10 * time.Second
+
 func checkFenceOf(ctx context.Context, tx pgx.Tx, job string, f JobFence) error {
 	var (
 		state   string
 		attempt int
 	)
+	if _, err := tx.Exec(ctx, queries.Get("job_fence_idle_timeout"),
+		pgx.StrictNamedArgs{"timeout": fmt.Sprintf("%dms", FenceIdleTimeout.Milliseconds())}); err != nil {
+		return fmt.Errorf("bound the idle time of %q's fenced transaction: %w", job, err)
+	}
 	err := tx.QueryRow(ctx, queries.Get("job_fence"), pgx.StrictNamedArgs{"id": f.JobID}).Scan(&state, &attempt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return &LeaseLostError{Job: job, Epoch: int64(f.Attempt), Description: fmt.Sprintf("River job %d is gone", f.JobID)}
