@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payrecon/payrecon"
 	"github.com/payrecon/payrecon/internal/pgtest"
 	"github.com/payrecon/payrecon/internal/simtest"
@@ -39,8 +40,13 @@ CREATE TRIGGER cursor_audit AFTER UPDATE OF last_id ON reconciliation_cursor FOR
 // nothing: every account's cursor moves as one unbroken chain of batches,
 // each drift is recorded once, and no account is ever read by two live
 // replicas at once.
+//
+// Not parallel: it runs before the package's parallel tests start, alone.
+// Beside them (dozens of payrecon processes on the CI machine's 2 cores) a
+// rescue twice failed to come within 150 s while it comes in 26–30 s alone;
+// the dump below says what River and the sessions were doing when it does
+// not.
 func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
-	t.Parallel()
 	b := setup(t)
 	rows := map[string]int{}
 	for i := range 6 {
@@ -151,9 +157,15 @@ func TestFrozenReplicaBatchesAreFenced(t *testing.T) {
 		// River's bound: the batch's job timeout (25 s), then the leader's
 		// next rescuer run (every 30 s), once more if the leader changed
 		// meanwhile (an election), with room for a loaded machine.
-		testkit.WaitFor(t, acct+"'s batch to be rescued", 150*time.Second, func() bool {
+		rescued := func() bool {
 			return pgtest.Count(t, pool, "SELECT count(*) FROM river_job WHERE id = $1 AND state = 'running' AND attempt = $2", r.id, r.attempt) == 0
-		})
+		}
+		for deadline := time.Now().Add(150 * time.Second); !rescued(); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				dumpRiver(t, pool)
+				t.Fatalf("timed out after 150s waiting for %s's batch (job %d, attempt %d) to be rescued", acct, r.id, r.attempt)
+			}
+		}
 	}
 	t.Logf("%s's batches rescued %s after the freeze", name, time.Since(stopped).Round(time.Millisecond))
 	// Counted from here, not from the SIGSTOP: a COMMIT the frozen one had already sent
@@ -327,5 +339,30 @@ func TestConnectWebhookOfAnotherAccountChangesNothing(t *testing.T) {
 	testkit.WaitFor(t, "acct_A's event to be applied", 30*time.Second, func() bool { return strings.HasPrefix(row(), "paid ") })
 	if n := b.sim.Stats().WrongAccount; n != 0 {
 		t.Errorf("%d wrong-account reads", n)
+	}
+}
+
+// dumpRiver logs what the test database's sessions are doing and River's
+// view of its jobs and leader, for a rescue that did not come.
+func dumpRiver(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	for _, q := range []string{
+		"SELECT application_name, state, coalesce(wait_event_type, '') || '/' || coalesce(wait_event, ''), coalesce(now() - xact_start, '0'), left(query, 160) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+		"SELECT leader_id, elected_at::text, expires_at::text, '', '' FROM river_leader",
+		"SELECT id::text, state::text, attempt::text, coalesce(attempted_at::text, ''), array_to_string(attempted_by, ',') FROM river_job WHERE kind = 'payrecon_sweep_account' AND state NOT IN ('completed')",
+	} {
+		rows, err := pool.Query(t.Context(), q)
+		if err != nil {
+			t.Logf("%s: %v", q, err)
+			continue
+		}
+		for rows.Next() {
+			v, err := rows.Values()
+			if err != nil {
+				break
+			}
+			t.Logf("%v", v)
+		}
+		rows.Close()
 	}
 }
